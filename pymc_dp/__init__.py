@@ -1,0 +1,31 @@
+"""pymc_dp: differential privacy for PyMC models.
+
+The public API is re-exported here; see the documentation for the layers
+(accounting, mechanisms, trace) and what each guarantees.
+"""
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+from .accounting import (
+    Budget,
+    BudgetExceededError,
+    LedgerEntry,
+    PrivacyCost,
+    PrivacyLedger,
+    amplify_by_subsampling,
+)
+
+try:
+    __version__ = _version("pymc-dp")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "Budget",
+    "BudgetExceededError",
+    "LedgerEntry",
+    "PrivacyCost",
+    "PrivacyLedger",
+    "__version__",
+    "amplify_by_subsampling",
+]

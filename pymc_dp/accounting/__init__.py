@@ -1,0 +1,23 @@
+"""Privacy accounting: the ledger, budgets, composition and subsampling amplification.
+
+Pure Python on top of NumPy/SciPy and Google's ``dp-accounting``; no PyMC import.
+"""
+
+from .budget import COMPOSITION_METHODS, Budget, BudgetExceededError
+from .entry import NOISE_SOURCES, LedgerEntry, PrivacyCost
+from .ledger import PrivacyLedger
+from .subsampling import amplified_epsilon, amplify_by_subsampling
+from .validation import NEIGHBOURING_RELATIONS
+
+__all__ = [
+    "Budget",
+    "BudgetExceededError",
+    "COMPOSITION_METHODS",
+    "LedgerEntry",
+    "NEIGHBOURING_RELATIONS",
+    "NOISE_SOURCES",
+    "PrivacyCost",
+    "PrivacyLedger",
+    "amplified_epsilon",
+    "amplify_by_subsampling",
+]

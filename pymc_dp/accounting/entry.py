@@ -1,0 +1,142 @@
+"""One recorded spend of privacy budget, and the cost type the ledger returns."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Mapping, NamedTuple
+
+from .validation import check_count, check_delta, check_epsilon, check_neighbouring
+
+__all__ = ["LedgerEntry", "PrivacyCost", "NOISE_SOURCES"]
+
+#: Where the randomness of a spend came from. ``"secure"``: OpenDP's exact,
+#: floating-point-safe samplers; ``"seeded"``: a NumPy generator (reproducible, for
+#: research and tests); ``"sampler"``: the MCMC sampler's own generator (private
+#: step methods, tempered posteriors); ``"none"``: no noise drawn by pymc_dp.
+NOISE_SOURCES = ("secure", "seeded", "sampler", "none")
+
+
+class PrivacyCost(NamedTuple):
+    """A total privacy cost: the composed mechanism is (epsilon, delta)-DP."""
+
+    epsilon: float
+    delta: float
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One privacy spend, possibly repeated ``count`` times.
+
+    Parameters
+    ----------
+    mechanism
+        What ran, e.g. ``"laplace"``, ``"gaussian"``, ``"exponential"``,
+        ``"private_gibbs_update"``.
+    epsilon, delta
+        The guarantee of ONE run of the mechanism: it is (epsilon, delta)-DP under
+        ``neighbouring``.
+    count
+        How many times the identical mechanism ran on the same data (a million MCMC
+        steps are one entry with ``count=1_000_000``). Composition treats them as
+        ``count`` separate events.
+    touched
+        What it touched: a variable or statistic name, e.g. ``"y:sum"``.
+    neighbouring
+        ``"replace"`` (bounded DP) or ``"add_remove"`` (unbounded DP).
+    noise_source
+        One of :data:`NOISE_SOURCES`.
+    assumptions
+        Conditions the guarantee rests on, e.g. ``("assumes convergence",)``.
+    parallel_group
+        Entries sharing a group label act on *disjoint* subsets of the records
+        and compose in parallel (the group costs the max, not the sum).
+    event
+        A machine-readable description of the mechanism for the tight accountants
+        (see :mod:`pymc_dp.accounting.events`); ``None`` means a generic
+        (epsilon, delta) event.
+    details
+        Free-form JSON-serialisable facts (sensitivity, scale, temperature, ...).
+    id, timestamp
+        A unique id (hex) and an ISO-8601 UTC time; filled in automatically.
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float = 0.0
+    count: int = 1
+    touched: str = ""
+    neighbouring: str = "replace"
+    noise_source: str = "none"
+    assumptions: tuple[str, ...] = ()
+    parallel_group: str | None = None
+    event: Mapping[str, Any] | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=_new_id)
+    timestamp: str = field(default_factory=_now)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mechanism, str) or not self.mechanism:
+            raise ValueError(f"mechanism must be a non-empty string, got {self.mechanism!r}.")
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, allow_zero=True))
+        object.__setattr__(self, "delta", check_delta(self.delta))
+        object.__setattr__(self, "count", check_count(self.count))
+        object.__setattr__(self, "neighbouring", check_neighbouring(self.neighbouring))
+        if self.noise_source not in NOISE_SOURCES:
+            raise ValueError(f"noise_source must be one of {NOISE_SOURCES}, got {self.noise_source!r}.")
+        if isinstance(self.assumptions, str):
+            raise ValueError("assumptions must be a sequence of strings, e.g. ('assumes convergence',), not a string.")
+        object.__setattr__(self, "assumptions", tuple(str(a) for a in self.assumptions))
+        if self.parallel_group is not None:
+            object.__setattr__(self, "parallel_group", str(self.parallel_group))
+        if self.event is not None:
+            from .events import validate_event  # local: events imports this module
+
+            object.__setattr__(self, "event", validate_event(self.event))
+        object.__setattr__(self, "details", dict(self.details or {}))
+
+    @property
+    def basic_cost(self) -> PrivacyCost:
+        """The cost of all ``count`` runs under basic composition."""
+        return PrivacyCost(self.count * self.epsilon, min(1.0, self.count * self.delta))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict that :meth:`from_dict` turns back into an equal entry."""
+        d = asdict(self)
+        d["assumptions"] = list(self.assumptions)
+        d["event"] = None if self.event is None else _plain(self.event)
+        d["details"] = _plain(self.details)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "LedgerEntry":
+        """Rebuild an entry from :meth:`to_dict` output (unknown keys are an error)."""
+        known = set(cls.__dataclass_fields__)
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown ledger entry field(s) {sorted(unknown)}; was this written by a newer pymc_dp?")
+        kwargs = dict(data)
+        kwargs["assumptions"] = tuple(kwargs.get("assumptions", ()))
+        return cls(**kwargs)
+
+
+def _plain(value: Any) -> Any:
+    """Convert mappings/sequences/NumPy scalars into plain JSON types."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "shape", None) == ():
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value

@@ -1,0 +1,50 @@
+"""A readable, fixed-width table of a ledger (used by ``summary()`` and ``pymc-dp ledger``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ledger import PrivacyLedger
+
+__all__ = ["format_summary"]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return out
+
+
+def format_summary(ledger: "PrivacyLedger", method: str = "basic", delta: float | None = None) -> str:
+    """Format ``ledger`` as a table: one row per entry, then the totals and the budget."""
+    headers = ["#", "mechanism", "touched", "ε", "δ", "count", "ε×count", "group", "noise", "assumptions"]
+    rows = []
+    for i, e in enumerate(ledger.entries, 1):
+        rows.append([
+            str(i), e.mechanism, e.touched or "-", _fmt(e.epsilon), _fmt(e.delta), str(e.count),
+            _fmt(e.count * e.epsilon), e.parallel_group or "-", e.noise_source, "; ".join(e.assumptions) or "-",
+        ])
+    lines = [f"Privacy ledger: {len(ledger)} entr{'y' if len(ledger) == 1 else 'ies'}, neighbouring = {ledger.neighbouring}"]
+    lines += _table(headers, rows) if rows else ["(no spends recorded)"]
+    b = ledger.total()
+    lines.append(f"Total (basic composition): ε = {_fmt(b.epsilon)}, δ = {_fmt(b.delta)}")
+    if method != "basic":
+        t = ledger.total(method, delta)
+        lines.append(f"Total ({method}): ε = {_fmt(t.epsilon)}, δ = {_fmt(t.delta)}")
+    if ledger.budget is not None:
+        s = ledger.spent
+        lines.append(
+            f"Budget: ε = {_fmt(ledger.budget.epsilon)}, δ = {_fmt(ledger.budget.delta)} ({ledger.budget.method}); "
+            f"spent ε = {_fmt(s.epsilon)}, δ = {_fmt(s.delta)}"
+        )
+    assumptions = sorted({a for e in ledger.entries for a in e.assumptions})
+    if assumptions:
+        lines.append("Guarantee rests on: " + "; ".join(assumptions))
+    return "\n".join(lines)
