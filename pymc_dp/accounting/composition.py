@@ -154,10 +154,15 @@ def pld_total(
 ) -> PrivacyCost:
     """Privacy-loss-distribution accounting through dp-accounting at total δ = ``delta``.
 
-    ``delta=None`` means 0 (a pure-ε total). Identical rounds are self-composed, so
-    cost grows with the number of *distinct* events, not with counts.
+    ``delta=None`` means 0. At δ = 0 the tight total of pure-ε mechanisms *is* the
+    basic sum (the worst-case losses add up), and a discretised PLD cannot certify
+    an exact zero, so the pure total is returned. Identical rounds are
+    self-composed, so cost grows with the number of *distinct* events, not counts.
     """
     target = 0.0 if delta is None else check_delta(delta)
+    if target == 0.0:
+        pure = basic(entries)
+        return pure if pure.delta == 0 else PrivacyCost(math.inf, 0.0)
     combined = None
     merged: dict[str, tuple[object, int]] = {}
     for b in blocks(entries):
