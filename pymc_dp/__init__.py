@@ -14,6 +14,7 @@ from .accounting import (
     PrivacyLedger,
     amplify_by_subsampling,
 )
+from .trace import attach_ledger, ledger, release
 
 try:
     __version__ = _version("pymc-dp")
@@ -28,4 +29,7 @@ __all__ = [
     "PrivacyLedger",
     "__version__",
     "amplify_by_subsampling",
+    "attach_ledger",
+    "ledger",
+    "release",
 ]

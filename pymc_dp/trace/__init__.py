@@ -1,0 +1,23 @@
+"""Privacy ledgers on traces, and the released (whitelisted) trace.
+
+* :func:`attach_ledger` stores a :class:`~pymc_dp.accounting.PrivacyLedger` on an
+  ``InferenceData`` (JSON attribute plus a per-chain ``privacy`` group);
+* :func:`ledger` reads it back (``pmdp.ledger(idata)``), combining the ledgers of
+  traces concatenated along ``chain``;
+* :func:`release` builds the object that may leave the curator from a whitelist.
+
+Everything that depends on the trace container type (``InferenceData`` today,
+``xarray.DataTree`` with ArviZ 1) lives in :mod:`pymc_dp.trace._compat`.
+"""
+
+from .ledger_io import MissingLedgerError, attach_ledger, ledger
+from .release import RELEASED_ATTRS, data_dependent_deterministics, release
+
+__all__ = [
+    "attach_ledger",
+    "ledger",
+    "release",
+    "MissingLedgerError",
+    "data_dependent_deterministics",
+    "RELEASED_ATTRS",
+]

@@ -1,0 +1,248 @@
+"""Store a :class:`~pymc_dp.accounting.PrivacyLedger` on a trace and read it back.
+
+Layout written by :func:`attach_ledger`
+---------------------------------------
+* ``attrs["pymc_dp_ledger"]`` (top level): the ledger as JSON (attrs must be
+  strings or numbers). Convenient, but ``az.concat`` de-duplicates or overwrites
+  attrs, so it is only the fallback.
+* a ``privacy`` group with one ``chain`` dimension (the posterior's chain
+  coordinates), holding
+
+  - ``ledger`` (chain,) string: the JSON ledger that covers that chain,
+  - ``epsilon`` (chain,) float: its basic-composition total ε,
+  - ``delta`` (chain,) float: its basic-composition total δ.
+
+  Because the ledger lives on the ``chain`` dimension, ``az.concat(a, b, dim="chain")``
+  of two separately released traces carries both ledgers along, and
+  :func:`ledger` combines them (entries are unique by id, so a spend shared by
+  both traces is counted once).
+
+``az.concat(..., dim="draw")`` is refused by ArviZ for a trace with a ``privacy``
+group (the group has no ``draw`` dimension); concatenate along ``chain``, or
+combine the ledgers with :meth:`PrivacyLedger.combine` and attach the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from os import PathLike
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..accounting import PrivacyLedger
+from . import _compat
+
+__all__ = ["attach_ledger", "ledger", "MissingLedgerError", "LEDGER_ATTR", "PRIVACY_GROUP"]
+
+#: Top-level attribute holding the ledger JSON.
+LEDGER_ATTR = "pymc_dp_ledger"
+#: Name of the group holding the per-chain ledgers.
+PRIVACY_GROUP = "privacy"
+#: Attribute naming the pymc_dp version that wrote a trace.
+VERSION_ATTR = "pymc_dp_version"
+
+
+class MissingLedgerError(LookupError):
+    """The trace carries no pymc_dp privacy ledger."""
+
+
+def _pymc_dp_version() -> str:
+    from .. import __version__
+
+    return str(__version__)
+
+
+def _chain_coord(idata: Any) -> np.ndarray:
+    """The chain coordinate values of the posterior (else of any group with chains, else [0])."""
+    names = _compat.group_names(idata)
+    ordered = [g for g in ("posterior", "sample_stats", PRIVACY_GROUP) if g in names]
+    ordered += [g for g in names if g not in ordered]
+    for name in ordered:
+        ds = _compat.get_group(idata, name)
+        if ds is not None and "chain" in ds.dims:
+            if "chain" in ds.coords:
+                return np.asarray(ds["chain"].values)
+            return np.arange(ds.sizes["chain"])
+    return np.arange(1)
+
+
+def _as_strings(value: Any) -> list[str]:
+    """Flatten an attr or variable value (str, bytes, list or array of them) into strings."""
+    if value is None:
+        return []
+    if isinstance(value, bytes):
+        return [value.decode("utf-8")]
+    if isinstance(value, str):
+        return [value]
+    out: list[str] = []
+    for item in np.asarray(value, dtype=object).ravel():
+        out.extend(_as_strings(item))
+    return out
+
+
+def _unique(texts: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for t in texts:
+        if t and t not in seen:
+            seen[t] = None
+    return list(seen)
+
+
+def _combine(ledgers: list[PrivacyLedger]) -> PrivacyLedger:
+    """Union of ledgers by entry id; keeps the budget when they all agree on it."""
+    if len(ledgers) == 1:
+        return ledgers[0]
+    budgets = {repr(lg.budget) for lg in ledgers}
+    budget = ledgers[0].budget if len(budgets) == 1 else None
+    return PrivacyLedger.combine(ledgers, budget=budget)
+
+
+def _per_chain_texts(idata: Any) -> list[str] | None:
+    """Per-chain ledger JSON of an existing privacy group (None if there is none)."""
+    ds = _compat.get_group(idata, PRIVACY_GROUP)
+    if ds is None or "ledger" not in ds.data_vars:
+        return None
+    return _as_strings(ds["ledger"].values)
+
+
+def _privacy_group(per_chain: list[PrivacyLedger], chains: np.ndarray) -> xr.Dataset:
+    texts = [lg.to_json() for lg in per_chain]
+    totals = [lg.total("basic") for lg in per_chain]
+    ds = xr.Dataset(
+        {
+            "ledger": ("chain", np.array(texts, dtype=object)),
+            "epsilon": ("chain", np.array([t.epsilon for t in totals], dtype=np.float64)),
+            "delta": ("chain", np.array([t.delta for t in totals], dtype=np.float64)),
+        },
+        coords={"chain": chains},
+        attrs={
+            VERSION_ATTR: _pymc_dp_version(),
+            "description": "pymc_dp privacy ledger per chain (JSON) and its basic-composition total",
+        },
+    )
+    ds["epsilon"].attrs["long_name"] = "total epsilon (basic composition)"
+    ds["delta"].attrs["long_name"] = "total delta (basic composition)"
+    return ds
+
+
+def attach_ledger(idata: Any, ledger: PrivacyLedger) -> Any:
+    """Return a copy of ``idata`` that carries ``ledger``.
+
+    The ledger is stored twice: as JSON in ``attrs["pymc_dp_ledger"]`` and as a
+    ``privacy`` group with one JSON string, total ε and total δ per chain (see the
+    module docstring), so that ``az.concat(..., dim="chain")`` keeps every ledger.
+    If ``idata`` already carries a ledger, the attached ledger is the union of the
+    old and the new one (by entry id): attaching never forgets a recorded spend.
+
+    Parameters
+    ----------
+    idata
+        An ``arviz.InferenceData`` (or ``xarray.DataTree``). Not modified.
+    ledger
+        The ledger of every privacy spend behind this trace.
+
+    Returns
+    -------
+    InferenceData or DataTree
+        A new trace object of the same type; groups are shallow copies.
+
+    Raises
+    ------
+    TypeError
+        If ``ledger`` is not a :class:`~pymc_dp.accounting.PrivacyLedger` or
+        ``idata`` is not a trace.
+    """
+    if not isinstance(ledger, PrivacyLedger):
+        raise TypeError(f"ledger must be a pymc_dp PrivacyLedger, got {type(ledger).__name__}.")
+    return _attach(idata, ledger)
+
+
+def _attach(idata: Any, ledger: PrivacyLedger | None) -> Any:
+    """Rebuild the privacy group and attr from what ``idata`` holds, plus ``ledger`` if given.
+
+    Returns ``idata`` itself when there is nothing to attach.
+    """
+    chains = _chain_coord(idata)
+    old_texts = _per_chain_texts(idata)
+    if old_texts is not None and len(old_texts) == len(chains) and all(old_texts):
+        old_per_chain = [_parse(t) for t in old_texts]
+    else:
+        old = _read(idata)
+        old_per_chain = None if old is None else [old] * len(chains)
+    if old_per_chain is None and ledger is None:
+        return idata
+    if old_per_chain is None:
+        per_chain = [ledger] * len(chains)
+    elif ledger is None:
+        per_chain = old_per_chain
+    else:
+        per_chain = [_combine([lg, ledger]) for lg in old_per_chain]
+    everything = _combine(_dedupe_ledgers(per_chain))
+    out = _compat.with_group(idata, PRIVACY_GROUP, _privacy_group(per_chain, chains))
+    attrs = _compat.get_attrs(out)
+    attrs[LEDGER_ATTR] = everything.to_json()
+    attrs[VERSION_ATTR] = _pymc_dp_version()
+    return _compat.with_attrs(out, attrs)
+
+
+def _dedupe_ledgers(ledgers: list[PrivacyLedger]) -> list[PrivacyLedger]:
+    by_text: dict[str, PrivacyLedger] = {}
+    for lg in ledgers:
+        by_text.setdefault(lg.to_json(), lg)
+    return list(by_text.values())
+
+
+def _read(idata: Any) -> PrivacyLedger | None:
+    texts = _per_chain_texts(idata) or []
+    texts += _as_strings(_compat.get_attrs(idata).get(LEDGER_ATTR))
+    texts = _unique(texts)
+    if not texts:
+        return None
+    return _combine([_parse(t) for t in texts])
+
+
+def _parse(text: str) -> PrivacyLedger:
+    try:
+        return PrivacyLedger.from_json(text)
+    except (ValueError, TypeError, KeyError) as err:
+        raise ValueError(f"the privacy ledger stored on this trace is corrupt: {err}") from None
+
+
+def ledger(idata: Any) -> PrivacyLedger:
+    """The privacy ledger of a trace produced (or released) by pymc_dp.
+
+    Reads the per-chain ledgers of the ``privacy`` group and the
+    ``pymc_dp_ledger`` attribute, and returns their union by entry id
+    (:meth:`PrivacyLedger.combine`): after ``az.concat(a, b, dim="chain")`` of two
+    releases, the result accounts for both; a spend stored in both is counted once.
+
+    Parameters
+    ----------
+    idata
+        An ``arviz.InferenceData`` / ``xarray.DataTree``, or the path of a trace
+        saved with ``to_netcdf``.
+
+    Returns
+    -------
+    PrivacyLedger
+        The stored ledger (with its budget when every stored copy agrees on it).
+
+    Raises
+    ------
+    MissingLedgerError
+        If the trace carries no ledger.
+    ValueError
+        If a stored ledger cannot be parsed.
+    """
+    if isinstance(idata, (str, PathLike)):
+        idata = _compat.load(idata)
+    found = _read(idata)
+    if found is None:
+        raise MissingLedgerError(
+            "this trace was not produced by pymc_dp: it has no privacy ledger (no 'privacy' group and "
+            f"no '{LEDGER_ATTR}' attribute). Sample with pmdp.sample(...) or attach one with "
+            "pmdp.trace.attach_ledger(idata, ledger)."
+        )
+    return found

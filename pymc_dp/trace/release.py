@@ -1,0 +1,297 @@
+"""Build the trace that may leave the curator, from a whitelist.
+
+``pm.sample`` output carries the private data in many places: the
+``observed_data`` and ``constant_data`` groups, per-record ``log_likelihood``,
+Deterministics of the data, coordinate values (record ids), data-dependent sampler
+statistics (``lp``, ``energy``, ``step_size``, ...) and timing attributes.
+:func:`release` never deletes what it knows to be bad; it copies what it knows to
+be safe into a new object and nothing else.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..accounting import PrivacyLedger
+from . import _compat
+from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_dp_version
+
+__all__ = ["release", "data_dependent_deterministics", "RELEASED_ATTRS"]
+
+#: Attributes copied into a released trace (top level and per group); everything else
+#: is dropped. ``created_at`` is the wall-clock time the trace was built and says
+#: nothing about the data; it is set to one value for every group so that the
+#: differences between groups' creation times (a timing channel) do not leak.
+#: ``sampling_time`` and ``tuning_steps`` are NOT released: how long sampling took
+#: depends on the data-dependent posterior geometry.
+RELEASED_ATTRS = ("arviz_version", "inference_library", "inference_library_version", "created_at")
+
+
+def _ancestors(graphs: Sequence[Any], blockers: Sequence[Any]) -> Iterable[Any]:
+    try:  # pytensor >= 2.31 moved graph walking to pytensor.graph.traversal
+        from pytensor.graph.traversal import ancestors
+    except ImportError:  # pragma: no cover - older pytensor
+        from pytensor.graph.basic import ancestors
+    return ancestors(graphs, blockers=blockers)
+
+
+def data_dependent_deterministics(model: Any) -> dict[str, str]:
+    """The Deterministics of ``model`` whose value depends on data, and why.
+
+    The graph of every Deterministic is walked back (``pytensor`` ancestors) and the
+    walk stops at free random variables: their posterior draws are the released
+    quantity, so a Deterministic that is a function of free variables only is
+    post-processing of them. A Deterministic is data-dependent if the walk reaches
+
+    * an observed random variable, or its observed value;
+    * a ``pm.Data`` container, or any other shared variable that is not a random
+      generator (shared variables are how data enters a model);
+    * a constant array with more than one element: NumPy data passed straight into
+      a model becomes such a constant and cannot be told apart from a covariate.
+      This is conservative: a Deterministic built with a literal vector such as
+      ``pt.as_tensor([0.0, 1.0])`` is also refused.
+
+    A statistic computed in NumPy *before* it enters the model and folded into a
+    scalar constant (e.g. ``p * y.mean()``) cannot be detected by any graph walk;
+    never build Deterministics that way.
+
+    Parameters
+    ----------
+    model
+        A ``pymc.Model``.
+
+    Returns
+    -------
+    dict
+        ``{name: reason}`` for each data-dependent Deterministic.
+    """
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+    from pytensor.tensor.random.type import RandomType
+
+    markers: dict[Any, str] = {}
+    for rv in model.observed_RVs:
+        markers[rv] = f"the observed variable {rv.name!r}"
+        value = model.rvs_to_values.get(rv)
+        if value is not None:
+            markers[value] = f"the observed data of {rv.name!r}"
+    for dv in getattr(model, "data_vars", []):
+        markers[dv] = f"the pm.Data container {dv.name!r}"
+
+    blockers = list(model.free_RVs)
+    out: dict[str, str] = {}
+    for det in model.deterministics:
+        for var in _ancestors([det], blockers):
+            if var in markers:
+                reason = markers[var]
+            elif isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
+                reason = f"the shared variable {var.name or var!s} (shared variables carry data)"
+            elif isinstance(var, Constant) and np.size(getattr(var, "data", None)) > 1:
+                reason = (
+                    f"a constant array of shape {np.shape(var.data)} (NumPy data passed into the model "
+                    "becomes such a constant)"
+                )
+            else:
+                continue
+            out[det.name] = reason
+            break
+    return out
+
+
+def _safe_posterior_names(model: Any) -> tuple[list[str], dict[str, str]]:
+    dependent = data_dependent_deterministics(model)
+    names = [rv.name for rv in model.free_RVs]
+    names += [d.name for d in model.deterministics if d.name not in dependent]
+    return names, dependent
+
+
+def _resolve_model(model: Any) -> Any:
+    if model is not None:
+        return model
+    try:
+        import pymc as pm
+
+        return pm.Model.get_context(error_if_none=False)
+    except Exception:  # pragma: no cover - very old/new PyMC without get_context
+        return None
+
+
+def _clean_attrs(attrs: dict[str, Any], created_at: Any) -> dict[str, Any]:
+    out = {k: attrs[k] for k in RELEASED_ATTRS if k in attrs and k != "created_at"}
+    if created_at is not None:
+        out["created_at"] = created_at
+    out[VERSION_ATTR] = _pymc_dp_version()
+    return out
+
+
+def _select(ds: xr.Dataset, names: Sequence[str], created_at: Any) -> xr.Dataset:
+    """A new Dataset of ``names`` only, with copied values, no variable attrs, and only
+    the index coordinates of the dimensions those variables use."""
+    data_vars = {}
+    dims: dict[str, None] = {}
+    for name in names:
+        da = ds[name]
+        data_vars[name] = (da.dims, np.array(da.values, copy=True))
+        dims.update(dict.fromkeys(da.dims))
+    coords = {d: (d, np.array(ds[d].values, copy=True)) for d in dims if d in ds.coords}
+    return xr.Dataset(data_vars, coords=coords, attrs=_clean_attrs(dict(ds.attrs), created_at))
+
+
+def release(
+    idata: Any,
+    *,
+    ledger: PrivacyLedger | None = None,
+    var_names: Sequence[str] | None = None,
+    model: Any = None,
+    sample_stats: Sequence[str] = ("dp_epsilon", "dp_delta"),
+    keep_prior: bool = False,
+) -> Any:
+    """Build the trace that may leave the curator, copying only whitelisted content.
+
+    The result is a NEW object holding only:
+
+    * ``posterior``: the variables of ``var_names`` if given; with a ``model``, only
+      free random variables and Deterministics that do not depend on data (see
+      :func:`data_dependent_deterministics`); otherwise every posterior variable.
+    * ``sample_stats``: only the statistics named in ``sample_stats`` that exist
+      (by default the per-draw privacy cost ``dp_epsilon``/``dp_delta``).
+    * ``privacy`` group and ``attrs["pymc_dp_ledger"]``: the ledger already attached
+      to ``idata`` combined with ``ledger`` (if any; see :func:`attach_ledger`).
+    * ``prior``: only if ``keep_prior=True``, restricted to the same variables.
+    * attrs: only :data:`RELEASED_ATTRS` plus ``pymc_dp_version`` (``created_at`` set
+      to the posterior's value in every group); variable attrs are dropped.
+    * coordinates: only those of dimensions used by a kept variable (unused
+      coordinates such as record ids are dropped). Coordinates of a kept variable's
+      dimensions ARE released: if a kept free variable is indexed by records (a
+      per-record latent), its record ids go out with it.
+
+    Never copied: ``observed_data``, ``constant_data``, ``log_likelihood``,
+    ``posterior_predictive``, ``predictions`` (and their constant data),
+    ``prior_predictive``, every ``warmup_*`` group, any other group, and sampler
+    statistics such as NUTS ``lp``, ``energy``, ``step_size``, ``tree_depth``,
+    ``acceptance_rate``, timing statistics: all are functions of the data-dependent
+    density. Listing one of those in ``sample_stats`` releases it: that is the
+    caller's explicit decision, and it is not covered by the ledger unless the
+    caller charged for it.
+
+    Parameters
+    ----------
+    idata
+        The trace from ``pm.sample`` (``arviz.InferenceData``; ``xarray.DataTree``
+        with ArviZ >= 1). Not modified.
+    ledger
+        The privacy ledger to attach (combined by entry id with any ledger already
+        attached to ``idata``).
+    var_names
+        Posterior variables to release. With a model, each must be a free variable or
+        a data-independent Deterministic.
+    model
+        The ``pymc.Model`` that produced ``idata``; defaults to the model of the
+        enclosing ``with`` block, if any. Without a model, posterior variables cannot
+        be checked for data dependence: a warning is emitted when ``var_names`` is
+        not given either, and every posterior variable is released.
+    sample_stats
+        Names of the sample statistics to keep; missing names are skipped.
+    keep_prior
+        Also release the ``prior`` group (same variable whitelist). The prior may
+        itself depend on data (priors scaled by a ``pm.Data`` container, an
+        empirical-Bayes prior, Deterministics the model check could not see), and
+        it is not charged to the ledger: keep it only if you know it does not.
+
+    Returns
+    -------
+    InferenceData
+        The releasable trace (an ``xarray.DataTree`` if that is what ``idata`` is).
+
+    Raises
+    ------
+    ValueError
+        If ``idata`` has no posterior, a requested variable does not exist, or a
+        requested variable is data-dependent under ``model`` (the message says why).
+    """
+    if ledger is not None and not isinstance(ledger, PrivacyLedger):
+        raise TypeError(f"ledger must be a pymc_dp PrivacyLedger or None, got {type(ledger).__name__}.")
+    posterior = _compat.get_group(idata, "posterior")
+    if posterior is None:
+        raise ValueError("release() needs a trace with a posterior group; this one has none.")
+    model = _resolve_model(model)
+
+    if var_names is not None:
+        if isinstance(var_names, str):
+            var_names = [var_names]
+        names = list(dict.fromkeys(var_names))
+        missing = [n for n in names if n not in posterior.data_vars]
+        if missing:
+            raise ValueError(f"variable(s) {missing} are not in the posterior; it has {list(posterior.data_vars)}.")
+    else:
+        names = None
+
+    if model is not None:
+        safe, dependent = _safe_posterior_names(model)
+        if names is not None:
+            for n in names:
+                if n in dependent:
+                    raise ValueError(
+                        f"cannot release {n!r}: it is a Deterministic that depends on {dependent[n]}, so its "
+                        "posterior draws are a function of the private data, not only of the privatised "
+                        "posterior. Release the free variables and recompute it from public inputs."
+                    )
+                if n not in safe:
+                    raise ValueError(
+                        f"cannot release {n!r}: it is neither a free random variable nor a Deterministic of "
+                        "the given model, so it cannot be checked for dependence on the data."
+                    )
+        else:
+            names = [n for n in safe if n in posterior.data_vars]
+            dropped = [n for n in dependent if n in posterior.data_vars]
+            if dropped:
+                warnings.warn(
+                    "release() dropped data-dependent Deterministic(s) "
+                    + ", ".join(f"{n!r} ({dependent[n]})" for n in dropped),
+                    UserWarning,
+                    stacklevel=2,
+                )
+    elif names is None:
+        names = list(posterior.data_vars)
+        warnings.warn(
+            "release() got neither model= nor var_names=, so it cannot check posterior variables for "
+            "dependence on the data; all of them are released. Pass model= to drop Deterministics of data.",
+            UserWarning,
+            stacklevel=2,
+        )
+
+    created_at = posterior.attrs.get("created_at")
+    groups: dict[str, xr.Dataset] = {"posterior": _select(posterior, names, created_at)}
+
+    stats = _compat.get_group(idata, "sample_stats")
+    if isinstance(sample_stats, str):
+        sample_stats = [sample_stats]
+    if stats is not None:
+        kept = [s for s in dict.fromkeys(sample_stats) if s in stats.data_vars]
+        if kept:
+            groups["sample_stats"] = _select(stats, kept, created_at)
+
+    if keep_prior:
+        prior = _compat.get_group(idata, "prior")
+        if prior is not None:
+            prior_names = [n for n in names if n in prior.data_vars]
+            if prior_names:
+                groups["prior"] = _select(prior, prior_names, created_at)
+
+    # Carry over an already attached ledger (its JSON only), then rebuild the privacy
+    # group and attr from it plus ``ledger``.
+    old_privacy = _compat.get_group(idata, PRIVACY_GROUP)
+    if old_privacy is not None and "ledger" in old_privacy.data_vars and "chain" in old_privacy["ledger"].dims:
+        groups[PRIVACY_GROUP] = _select(old_privacy, ["ledger"], created_at)
+    attrs = _clean_attrs(_compat.get_attrs(idata), created_at)
+    old_attr = _compat.get_attrs(idata).get(LEDGER_ATTR)
+    if old_attr is not None:
+        attrs[LEDGER_ATTR] = old_attr
+
+    out = _compat.new_trace(groups, attrs, like=idata)
+    return _attach(out, ledger)
