@@ -164,16 +164,14 @@ class PrivacyLedger:
         Also raises ``ValueError`` for an entry this ledger cannot hold. Changes nothing.
         """
         self._validate(entry)
-        self._check_budget(entry, [*self._entries, entry], f"{entry.mechanism!r} on {entry.touched or 'the data'}")
+        self._check_budget(entry, f"{entry.mechanism!r} on {entry.touched or 'the data'}")
 
-    def _check_budget(self, entry: LedgerEntry, candidate: list[LedgerEntry], what: str) -> None:
+    def _check_budget(self, entry: LedgerEntry, what: str) -> None:
         if self.budget is None:
             return
-        total = None
-        if self.budget.method == "basic" and len(candidate) == len(self._entries) + 1:
-            total = self._fast_basic_candidate(entry)
+        total = self._fast_basic_candidate(entry) if self.budget.method == "basic" else None
         if total is None:
-            total = self._candidate_total(candidate)
+            total = self._candidate_total([*self._entries, entry])
         if not self.budget.allows(total):
             spent = self.spent
             requested = entry.basic_cost

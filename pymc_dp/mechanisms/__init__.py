@@ -1,0 +1,56 @@
+"""Differentially private mechanisms, each charging a :class:`~pymc_dp.accounting.PrivacyLedger`.
+
+==================================== ============================================ ==============
+function                             releases                                     guarantee
+==================================== ============================================ ==============
+:func:`laplace_mechanism`            real vector + Laplace(Δ₁/ε) noise            ε-DP
+:func:`gaussian_mechanism`           real vector + N(0, σ²), analytic σ           (ε, δ)-DP
+:func:`geometric_mechanism`          integer vector + discrete Laplace noise      ε-DP
+:func:`exponential_mechanism`        one of finitely many candidates              ε-DP
+:func:`randomized_response`          each answer randomised on its own            ε-DP (local)
+==================================== ============================================ ==============
+
+Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
+
+* Every mechanism needs ``ledger=``: there is no way to release without recording.
+  It validates every argument first (a :class:`ValueError` naming the argument),
+  then asks the ledger to charge the spend; if the budget cannot afford it,
+  :class:`~pymc_dp.accounting.BudgetExceededError` is raised *before* any noise
+  is drawn and nothing is recorded. Otherwise exactly one entry is recorded, with
+  the mechanism, (ε, δ), noise source, sensitivity and scale, and an ``event``
+  descriptor for the tight accountants.
+* Sensitivities are computed under the ledger's neighbouring relation
+  (``"replace"`` by default; a histogram has L1 sensitivity 2 under replace-one
+  and 1 under add/remove).
+* Noise is secure (OpenDP's exact samplers) unless ``rng=`` is a seed or a NumPy
+  generator: textbook floating-point samplers leak (Mironov 2012); see
+  :mod:`pymc_dp.mechanisms.noise`.
+"""
+
+from .exponential import exponential_mechanism, exponential_mechanism_probabilities
+from .gaussian import analytic_gaussian_sigma, gaussian_mechanism
+from .geometric import discrete_laplace_mechanism, geometric_mechanism
+from .laplace import laplace_mechanism
+from .noise import NoiseSource, SecureNoise, SeededNoise, resolve_noise_source
+from .randomized_response import (
+    randomized_response,
+    randomized_response_debias,
+    randomized_response_truth_probability,
+)
+
+__all__ = [
+    "NoiseSource",
+    "SecureNoise",
+    "SeededNoise",
+    "resolve_noise_source",
+    "laplace_mechanism",
+    "gaussian_mechanism",
+    "analytic_gaussian_sigma",
+    "geometric_mechanism",
+    "discrete_laplace_mechanism",
+    "exponential_mechanism",
+    "exponential_mechanism_probabilities",
+    "randomized_response",
+    "randomized_response_debias",
+    "randomized_response_truth_probability",
+]
