@@ -32,4 +32,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf docs/_build .pytest_cache build *.egg-info
+	rm -rf docs/_build docs/api/generated .pytest_cache build *.egg-info

@@ -28,6 +28,17 @@ class Budget:
         (the default: sums, parallel groups cost their max), or one of the tighter
         methods of :meth:`PrivacyLedger.total`. ``"advanced"``, ``"rdp"`` and
         ``"pld"`` need ``delta > 0``.
+
+    Notes
+    -----
+    A budget that refuses the spend which would overflow it is a *privacy filter*.
+    Basic composition is a valid filter even when each spend's ε is chosen after
+    seeing earlier outputs (Rogers, Roth, Ullman & Vadhan 2016). The tight methods
+    re-optimise their conversion to (ε, δ) after every spend; that is valid when the
+    sequence of spends is fixed in advance (as for an MCMC run whose per-step cost
+    is set before it starts), but not for spends chosen adaptively from earlier
+    outputs, where the known filters for them are weaker (Feldman & Zrnic 2021).
+    Use the default ``"basic"`` for an interactive, adaptive analysis.
     """
 
     epsilon: float

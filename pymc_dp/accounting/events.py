@@ -8,19 +8,19 @@ accountants (Rényi DP and privacy-loss distributions, both computed by Google's
 
 Event types (``noise_multiplier`` = noise scale / sensitivity, as in dp-accounting):
 
-=============================== ==================================================
-``{"type": "laplace", "noise_multiplier": b/Δ₁}``         Laplace, L1 sensitivity Δ₁
-``{"type": "gaussian", "noise_multiplier": σ/Δ₂}``        Gaussian, L2 sensitivity Δ₂
-``{"type": "discrete_laplace", "noise_parameter": a,      pmf ∝ exp(−a|k|) on integers,
-"sensitivity": Δ}``                                        integer sensitivity Δ
-``{"type": "randomized_response", "noise_parameter": p,   with prob. 1 − p the true bucket,
-"num_buckets": k}``                                        else a uniform one of k
-``{"type": "poisson_sampled", "sampling_probability": q,   the inner event run on a Poisson
-"event": {...}}``                                          sample (add/remove relation)
-``{"type": "sampled_without_replacement",                  the inner event run on m of the n
-"source_dataset_size": n, "sample_size": m,                records (replace relation)
-"event": {...}}``
-=============================== ==================================================
+- ``{"type": "laplace", "noise_multiplier": b/Δ₁}``: Laplace noise of scale b,
+  L1 sensitivity Δ₁.
+- ``{"type": "gaussian", "noise_multiplier": σ/Δ₂}``: Gaussian noise of standard
+  deviation σ, L2 sensitivity Δ₂.
+- ``{"type": "discrete_laplace", "noise_parameter": a, "sensitivity": Δ}``: integer
+  noise with pmf ∝ exp(−a|k|), integer sensitivity Δ.
+- ``{"type": "randomized_response", "noise_parameter": p, "num_buckets": k}``: with
+  probability 1 − p the true bucket, else a uniform one of the k buckets.
+- ``{"type": "poisson_sampled", "sampling_probability": q, "event": {...}}``: the
+  inner event run on a Poisson sample of the records (add/remove relation).
+- ``{"type": "sampled_without_replacement", "source_dataset_size": n,
+  "sample_size": m, "event": {...}}``: the inner event run on m of the n records
+  drawn without replacement (replace relation).
 
 The neighbouring relation of an event is the one of its ledger entry: a
 ``noise_multiplier`` is relative to the sensitivity computed under that relation,

@@ -181,7 +181,7 @@ class PrivacyLedger:
         """Check ``entry`` against the budget and append it; return it.
 
         Use this for entries built elsewhere (e.g. by
-        :func:`~pymc_dp.accounting.subsampling.amplify_by_subsampling`).
+        :func:`~pymc_dp.accounting.amplify_by_subsampling`).
         """
         self.check(entry)
         self._append(entry)

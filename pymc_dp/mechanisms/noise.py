@@ -25,7 +25,7 @@ safe: never publish a release made with it.
 
 Choosing a source
 -----------------
-Every mechanism takes ``rng=``, interpreted by :func:`resolve_noise_source`:
+Every mechanism takes ``rng=``, interpreted by :func:`~pymc_dp.mechanisms.resolve_noise_source`:
 
 * ``None`` (default): :class:`SecureNoise`;
 * an ``int`` seed or a :class:`numpy.random.Generator`: :class:`SeededNoise`;

@@ -7,7 +7,7 @@
 * :func:`release` builds the object that may leave the curator from a whitelist.
 
 Everything that depends on the trace container type (``InferenceData`` today,
-``xarray.DataTree`` with ArviZ 1) lives in :mod:`pymc_dp.trace._compat`.
+``xarray.DataTree`` with ArviZ 1) lives in ``pymc_dp.trace._compat``.
 """
 
 from .ledger_io import MissingLedgerError, attach_ledger, ledger

@@ -19,7 +19,7 @@ Layout written by :func:`attach_ledger`
 
 ``az.concat(..., dim="draw")`` is refused by ArviZ for a trace with a ``privacy``
 group (the group has no ``draw`` dimension); concatenate along ``chain``, or
-combine the ledgers with :meth:`PrivacyLedger.combine` and attach the result.
+combine the ledgers with :meth:`~pymc_dp.accounting.PrivacyLedger.combine` and attach the result.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def ledger(idata: Any) -> PrivacyLedger:
 
     Reads the per-chain ledgers of the ``privacy`` group and the
     ``pymc_dp_ledger`` attribute, and returns their union by entry id
-    (:meth:`PrivacyLedger.combine`): after ``az.concat(a, b, dim="chain")`` of two
+    (:meth:`~pymc_dp.accounting.PrivacyLedger.combine`): after ``az.concat(a, b, dim="chain")`` of two
     releases, the result accounts for both; a spend stored in both is counted once.
 
     Parameters
