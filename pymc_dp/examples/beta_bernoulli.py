@@ -253,7 +253,7 @@ def run_demo(
         "no sampler internals)."
     )
     say(f"Read its ledger back with:  pymc-dp ledger {path}")
-    say(f"or in Python:  from pymc_dp.trace import ledger; print(ledger(\"{path}\").summary())")
+    say(f"or in Python:  import pymc_dp as pmdp; print(pmdp.ledger(\"{path}\").summary())")
     return result
 
 

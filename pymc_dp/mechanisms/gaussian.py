@@ -21,7 +21,8 @@ import numpy as np
 from scipy.stats import norm
 
 from ..accounting.validation import check_delta, check_epsilon, check_finite_array, check_sensitivity
-from .noise import _check_touched, _require_ledger, _restore_shape, resolve_noise_source
+from ._additive import release_with_additive_noise
+from .noise import _check_touched, _require_ledger, resolve_noise_source
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..accounting import PrivacyLedger
@@ -162,30 +163,9 @@ def gaussian_mechanism(
     source = resolve_noise_source(rng)
 
     sigma = analytic_gaussian_sigma(eps, d, sens)
-    if sens == 0.0:
-        event = None
-        noise_source = "none"
-    else:
-        event = {"type": "gaussian", "noise_multiplier": sigma / sens}
-        noise_source = source.name
-    details = {
-        "sensitivity": sens,
-        "scale": sigma,
-        "norm": "l2",
-        "calibration": "analytic Gaussian (Balle & Wang 2018)",
-        "size": int(arr.size),
-    }
-    with ledger.charge(
-        mechanism="gaussian",
-        epsilon=eps,
-        delta=d,
-        count=1,
-        touched=touched,
-        noise_source=noise_source,
-        assumptions=(),
-        parallel_group=None,
-        event=event,
-        details=details,
-    ):
-        noisy = arr.copy() if sens == 0.0 else source.add_gaussian(arr, sigma)
-    return _restore_shape(np.asarray(noisy, dtype=float), value)
+    return release_with_additive_noise(
+        arr, value, mechanism="gaussian", epsilon=eps, delta=d, sensitivity=sens, scale=sigma,
+        event={"type": "gaussian", "noise_multiplier": sigma / sens} if sens > 0 else None,
+        details={"norm": "l2", "calibration": "analytic Gaussian (Balle & Wang 2018)"},
+        ledger=ledger, source=source, touched=touched, add=source.add_gaussian, dtype=float,
+    )

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..accounting.validation import check_epsilon, check_finite_array, check_sensitivity
-from .noise import _check_touched, _require_ledger, _restore_shape, _scale_for, resolve_noise_source
+from ._additive import release_with_additive_noise
+from .noise import _check_touched, _require_ledger, _scale_for, resolve_noise_source
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..accounting import PrivacyLedger
@@ -94,27 +95,9 @@ def laplace_mechanism(
     ledger = _require_ledger(ledger)
     source = resolve_noise_source(rng)
 
-    if sens == 0.0:
-        scale = 0.0
-        event = None
-        noise_source = "none"
-    else:
-        scale = _scale_for(sens, eps)
-        event = {"type": "laplace", "noise_multiplier": scale / sens}
-        noise_source = source.name
-    details = {"sensitivity": sens, "scale": scale, "norm": "l1", "size": int(arr.size)}
-
-    with ledger.charge(
-        mechanism="laplace",
-        epsilon=eps,
-        delta=0.0,
-        count=1,
-        touched=touched,
-        noise_source=noise_source,
-        assumptions=(),
-        parallel_group=None,
-        event=event,
-        details=details,
-    ):
-        noisy = arr.copy() if sens == 0.0 else source.add_laplace(arr, scale)
-    return _restore_shape(np.asarray(noisy, dtype=float), value)
+    scale = _scale_for(sens, eps) if sens > 0 else 0.0
+    return release_with_additive_noise(
+        arr, value, mechanism="laplace", epsilon=eps, delta=0.0, sensitivity=sens, scale=scale,
+        event={"type": "laplace", "noise_multiplier": scale / sens} if sens > 0 else None,
+        details={"norm": "l1"}, ledger=ledger, source=source, touched=touched, add=source.add_laplace, dtype=float,
+    )

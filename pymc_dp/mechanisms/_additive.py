@@ -1,0 +1,52 @@
+"""The one release path shared by the additive-noise mechanisms (Laplace, Gaussian, geometric)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+import numpy as np
+
+from .noise import _restore_shape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..accounting import PrivacyLedger
+    from .noise import NoiseSource
+
+
+def release_with_additive_noise(
+    arr: np.ndarray,
+    original: Any,
+    *,
+    mechanism: str,
+    epsilon: float,
+    delta: float,
+    sensitivity: float,
+    scale: float,
+    event: Mapping[str, Any],
+    details: Mapping[str, Any],
+    ledger: "PrivacyLedger",
+    source: "NoiseSource",
+    touched: str,
+    add: Callable[[np.ndarray, float], np.ndarray],
+    dtype: type,
+) -> Any:
+    """Charge ``ledger`` (budget checked first), add the noise, restore the input's shape.
+
+    A sensitivity of 0 draws nothing: the value is returned unchanged and the entry
+    records the requested (ε, δ) with ``event=None`` and ``noise_source="none"``.
+    """
+    if sensitivity == 0:
+        scale, event, noise_source = 0.0, None, "none"
+    else:
+        noise_source = source.name
+    with ledger.charge(
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        touched=touched,
+        noise_source=noise_source,
+        event=event,
+        details={"sensitivity": sensitivity, "scale": scale, **details, "size": int(arr.size)},
+    ):
+        noisy = arr.copy() if sensitivity == 0 else add(arr, scale)
+    return _restore_shape(np.asarray(noisy, dtype=dtype), original)
