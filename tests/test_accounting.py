@@ -60,6 +60,8 @@ def test_entry_records_every_field_and_fills_id_and_timestamp():
         ({"assumptions": "assumes convergence"}, "assumptions"),
         ({"event": {"type": "laplace"}}, "noise_multiplier"),
         ({"event": {"type": "cauchy", "scale": 1}}, "unknown event type"),
+        ({"details": {"scale": float("nan")}}, "details"),
+        ({"details": {"data": object()}}, "details"),
     ],
 )
 def test_bad_entry_fields_raise_value_error_naming_them(kwargs, name):
@@ -431,3 +433,32 @@ def test_refused_spend_never_changes_the_ledger(spends, extra):
     with pytest.raises(BudgetExceededError):
         ledger.spend("m", extra + budget * 1e-9)
     assert ledger.to_json() == before
+
+
+def test_rdp_total_agrees_with_dp_accounting_itself():
+    """Guards the curve we read from dp-accounting's RDP accountant."""
+    import dp_accounting as dpa
+    from dp_accounting import rdp as dpa_rdp
+
+    ledger = PrivacyLedger()
+    ledger.spend("gaussian", 2.0, 1e-5, count=50, event={"type": "gaussian", "noise_multiplier": 3.0})
+    acc = dpa_rdp.RdpAccountant()
+    acc.compose(dpa.GaussianDpEvent(3.0), 50)
+    assert ledger.total("rdp", 1e-5).epsilon == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+
+
+def test_subsampled_gaussian_without_replacement_is_tight_in_rdp():
+    from pymc_dp.mechanisms import analytic_gaussian_sigma
+
+    sigma = analytic_gaussian_sigma(1.0, 1e-6, 1.0)
+    base = LedgerEntry("gaussian", 1.0, 1e-6, event={"type": "gaussian", "noise_multiplier": sigma})
+    amp = amplify_by_subsampling(base, sample_size=100, population_size=10_000)
+    ledger = PrivacyLedger()
+    ledger.record(amp)
+    ledger.repeat(amp.id, 999)
+    basic = ledger.total()
+    rdp = ledger.total("rdp", 1e-5)
+    assert basic.epsilon == pytest.approx(1000 * math.log1p(0.01 * math.expm1(1.0)))
+    # 1000 subsampled Gaussian steps: RDP (sampled-without-replacement Gaussian, computed
+    # by dp-accounting) is far below the basic sum of the amplified ε's.
+    assert rdp.epsilon < 0.25 * basic.epsilon

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -102,7 +103,12 @@ class LedgerEntry:
             from .events import validate_event  # local: events imports this module
 
             object.__setattr__(self, "event", validate_event(self.event))
-        object.__setattr__(self, "details", dict(self.details or {}))
+        details = _plain(dict(self.details or {}))
+        try:  # refuse now what could not be saved later: a ledger must always serialise
+            json.dumps(details, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"details must be JSON-serialisable with finite numbers: {err}") from None
+        object.__setattr__(self, "details", details)
 
     @property
     def basic_cost(self) -> PrivacyCost:
