@@ -1,0 +1,44 @@
+"""Likelihood families of the Laplace route, and ``privatize``.
+
+One module per family; each knows its sufficient statistic, its sensitivity, its
+projection, its likelihood as a function of the statistic and the PyMC
+distributions it stands for (see :mod:`pymc_dp.families.base`). Every
+:class:`Family` subclass defined in a module of this package is registered under
+its ``name`` when the package is imported: adding a family is adding one module.
+"""
+
+import importlib
+import pkgutil
+
+from .base import Family
+from .bernoulli import Bernoulli
+from .privatize import ClippedRecordsWarning, privatize
+from .registry import FAMILIES, family_of_dist, get_family, register
+from .statistics import PrivateStatistics
+
+_INFRASTRUCTURE = {"base", "registry", "statistics", "privatize"}
+
+
+def _discover() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_") or info.name in _INFRASTRUCTURE:
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, Family) and "name" in vars(obj) and obj.__module__ == module.__name__:
+                register(obj)
+
+
+_discover()
+
+__all__ = [
+    "Bernoulli",
+    "ClippedRecordsWarning",
+    "FAMILIES",
+    "Family",
+    "PrivateStatistics",
+    "family_of_dist",
+    "get_family",
+    "privatize",
+    "register",
+]

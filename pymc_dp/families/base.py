@@ -1,0 +1,197 @@
+"""The contract every likelihood family of the Laplace route fulfils.
+
+A family is one exponential-family likelihood whose records enter the model only
+through summed sufficient statistics ``S(X) = Σᵢ s(xᵢ)`` (theory notes §5). It knows
+
+* the per-record statistic ``s(x)`` (as array operations, so NumPy, pandas and Dask
+  records all work) and the names of its coordinates;
+* the L1 sensitivity of ``S`` under each neighbouring relation, from declared data
+  bounds where the support is unbounded;
+* how to project a noisy ``S`` back onto valid statistics;
+* the log-likelihood of the model's parameters as a function of ``S`` (a PyTensor
+  expression, for use inside a PyMC model);
+* which PyMC distributions it stands for, and how to read their parameters;
+* its conjugate update, where one exists (used for checks and by Gibbs samplers).
+
+Under ``"replace"`` neighbouring N is public and statistics that follow from N are
+not released; under ``"add_remove"`` N is private, so every family releases a
+statistic from which N can be estimated (``n_from_statistics``).
+
+Adding a family = adding one module with one subclass and registering it in
+:mod:`pymc_dp.families`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+__all__ = ["Family", "project_to_simplex", "project_to_psd", "check_bound_pair"]
+
+
+class Family(ABC):
+    """Base class of the likelihood families (see the module docstring)."""
+
+    #: Registry name, e.g. ``"bernoulli"``.
+    name: ClassVar[str]
+    #: Names of the PyMC random-variable ops this family stands for (``rv.owner.op.name``).
+    pymc_ops: ClassVar[tuple[str, ...]] = ()
+    #: Keys of ``bounds`` the family needs (empty: the support is bounded already).
+    bound_keys: ClassVar[tuple[str, ...]] = ()
+    #: Example of a bounds argument, shown in error messages.
+    bounds_example: ClassVar[str] = ""
+
+    def __init__(self, **family_args: Any) -> None:
+        if family_args:
+            raise ValueError(f"family {self.name!r} takes no arguments, got {sorted(family_args)}.")
+
+    # ------------------------------------------------------------------ identity
+    def family_args(self) -> dict[str, Any]:
+        """The arguments that configure this family (e.g. a known variance)."""
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.family_args().items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.family_args() == other.family_args()  # type: ignore[union-attr]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, repr(sorted(self.family_args().items()))))
+
+    # ------------------------------------------------------------------ data side
+    def check_bounds(self, bounds: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validate ``bounds`` for this family; a missing one is a ValueError naming it."""
+        bounds = dict(bounds or {})
+        missing = [k for k in self.bound_keys if k not in bounds]
+        if missing:
+            raise ValueError(
+                f"family {self.name!r} has an unbounded sensitivity without data bounds: declare "
+                f"bounds={{{', '.join(repr(k) + ': ...' for k in missing)}}}"
+                + (f" (e.g. bounds={self.bounds_example})" if self.bounds_example else "")
+                + ". Records outside the bounds are clipped to them (and counted)."
+            )
+        unknown = sorted(set(bounds) - set(self.bound_keys))
+        if unknown:
+            raise ValueError(
+                f"family {self.name!r} takes bounds {list(self.bound_keys) or 'none'}, got unknown key(s) {unknown}."
+            )
+        return bounds
+
+    def records(self, x: Any) -> Any:
+        """Check the shape of the records (already an array: NumPy or Dask); return them."""
+        if x.ndim != 1:
+            raise ValueError(f"family {self.name!r} expects one value per record (a 1-D array), got shape {x.shape}.")
+        return x
+
+    def invalid(self, x: Any) -> Any:
+        """Per-record mask of values outside the family's support (never clipped: an error)."""
+        bad = ~np.isfinite(x)
+        return bad if bad.ndim == 1 else bad.any(axis=tuple(range(1, bad.ndim)))
+
+    def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
+        """Clip records into the declared bounds; return them and a per-record mask of clipped ones."""
+        return x, np.zeros(x.shape[0], dtype=bool)
+
+    @abstractmethod
+    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
+        """Names of the coordinates of S released under ``neighbouring``."""
+
+    @abstractmethod
+    def record_statistics(self, x: Any, neighbouring: str) -> Any:
+        """Per-record statistics s(xᵢ), shape (N, d): summing over records gives S."""
+
+    @abstractmethod
+    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
+        """L1 sensitivity of S: max ‖S(X) − S(X′)‖₁ over neighbouring X, X′."""
+
+    @abstractmethod
+    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
+        """Map a noisy S onto the set of valid statistics (``n`` is None when N is private)."""
+
+    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
+        """The number of records implied by (projected) statistics, when N is private."""
+        raise ValueError(f"family {self.name!r} cannot estimate N from its statistics under {neighbouring!r}.")
+
+    # ------------------------------------------------------------------ model side
+    @abstractmethod
+    def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
+        """Log-likelihood of the parameters given the statistics (a PyTensor scalar).
+
+        ``values`` are the statistics (NumPy or PyTensor), ``n`` the number of records.
+        Terms that depend on the records but not on the parameters (base measures)
+        are dropped: they do not change the posterior.
+        """
+
+    @classmethod
+    @abstractmethod
+    def from_dist(cls, dist: Any) -> tuple["Family", dict[str, Any]]:
+        """The family instance and parameters (PyTensor variables) of a PyMC distribution."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def rv_op_name(dist: Any) -> str:
+    """Name of the op that created a PyMC random variable (``"normal"``, ``"bernoulli"``, ...)."""
+    owner = getattr(dist, "owner", None)
+    op = getattr(owner, "op", None)
+    name = getattr(op, "name", None)
+    if name is None:
+        raise ValueError(f"expected a PyMC distribution such as pm.Bernoulli.dist(p=p), got {dist!r}.")
+    return str(name)
+
+
+def dist_params(dist: Any) -> list[Any]:
+    """Parameters of a PyMC random variable (its op's inputs after rng and size)."""
+    op = dist.owner.op
+    try:
+        return list(op.dist_params(dist.owner))
+    except AttributeError:  # pragma: no cover - older PyTensor
+        return list(dist.owner.inputs[2:])
+
+
+def statistic_length(values: Any) -> int:
+    """Number of coordinates of a statistics vector (NumPy, list or PyTensor with static shape)."""
+    static = getattr(getattr(values, "type", None), "shape", None)
+    if static is not None:
+        if static[0] is None:
+            raise ValueError("statistics must have a static length.")
+        return int(static[0])
+    return len(values)
+
+
+def check_bound_pair(bounds: Mapping[str, Any], key: str) -> tuple[float, float]:
+    """A ``(lower, upper)`` pair of finite floats with lower < upper, or a ValueError naming ``key``."""
+    try:
+        lo, hi = (float(v) for v in bounds[key])
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds[{key!r}] must be a (lower, upper) pair of numbers, got {bounds[key]!r}.") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
+        raise ValueError(f"bounds[{key!r}] must be finite with lower < upper, got ({lo}, {hi}).")
+    return lo, hi
+
+
+def project_to_simplex(v: np.ndarray, total: float) -> np.ndarray:
+    """Euclidean projection of ``v`` onto {c ≥ 0, Σc = total} (Duchi et al. 2008)."""
+    v = np.asarray(v, dtype=float)
+    if total <= 0:
+        return np.zeros_like(v)
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - total
+    idx = np.arange(1, v.size + 1)
+    rho = np.nonzero(u - css / idx > 0)[0][-1]
+    theta = css[rho] / (rho + 1.0)
+    return np.maximum(v - theta, 0.0)
+
+
+def project_to_psd(m: np.ndarray, floor: float = 0.0) -> np.ndarray:
+    """Nearest symmetric matrix (Frobenius) with eigenvalues ≥ ``floor``."""
+    m = np.asarray(m, dtype=float)
+    sym = (m + m.T) / 2
+    w, v = np.linalg.eigh(sym)
+    return (v * np.maximum(w, floor)) @ v.T
