@@ -14,6 +14,9 @@ from .accounting import (
     PrivacyLedger,
     amplify_by_subsampling,
 )
+from .families import PrivateStatistics, privatize
+from .model import observe_stats, privatize_model
+from .sampling import sample
 from .trace import attach_ledger, ledger, release
 
 try:
@@ -27,9 +30,14 @@ __all__ = [
     "LedgerEntry",
     "PrivacyCost",
     "PrivacyLedger",
+    "PrivateStatistics",
     "__version__",
     "amplify_by_subsampling",
     "attach_ledger",
     "ledger",
+    "observe_stats",
+    "privatize",
+    "privatize_model",
     "release",
+    "sample",
 ]

@@ -462,3 +462,12 @@ def test_subsampled_gaussian_without_replacement_is_tight_in_rdp():
     # 1000 subsampled Gaussian steps: RDP (sampled-without-replacement Gaussian, computed
     # by dp-accounting) is far below the basic sum of the amplified ε's.
     assert rdp.epsilon < 0.25 * basic.epsilon
+
+
+def test_check_all_refuses_a_group_of_spends_that_would_not_fit_together():
+    ledger = PrivacyLedger(budget=Budget(epsilon=1.0))
+    a, b = LedgerEntry("laplace", 0.6), LedgerEntry("laplace", 0.6)
+    ledger.check_all([a])
+    with pytest.raises(BudgetExceededError, match="2 spends together"):
+        ledger.check_all([a, b])
+    assert len(ledger) == 0

@@ -166,6 +166,23 @@ class PrivacyLedger:
         self._validate(entry)
         self._check_budget(entry, f"{entry.mechanism!r} on {entry.touched or 'the data'}")
 
+    def check_all(self, entries: Sequence[LedgerEntry]) -> None:
+        """Raise :class:`BudgetExceededError` unless *all* of ``entries`` fit together.
+
+        For an operation that spends several times (e.g. privatising every observed
+        variable of a model): check the whole before the first spend, so a refusal
+        leaves nothing half-spent. Changes nothing.
+        """
+        entries = list(entries)
+        for e in entries:
+            self._validate(e)
+        if self.budget is None or not entries:
+            return
+        total = self._candidate_total([*self._entries, *entries])
+        if not self.budget.allows(total):
+            requested = basic(entries)
+            raise BudgetExceededError(self.budget, self.spent, requested, total, f"{len(entries)} spends together")
+
     def _check_budget(self, entry: LedgerEntry, what: str) -> None:
         if self.budget is None:
             return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -15,7 +16,7 @@ from .base import Family
 from .registry import get_family
 from .statistics import PrivateStatistics
 
-__all__ = ["privatize", "ClippedRecordsWarning"]
+__all__ = ["privatize", "prepare_statistics", "release_statistics", "PreparedStatistics", "ClippedRecordsWarning"]
 
 
 class ClippedRecordsWarning(UserWarning):
@@ -89,60 +90,121 @@ def privatize(
         If the ledger's budget cannot pay ε; nothing is drawn or recorded then.
     """
     eps = check_epsilon(epsilon)
+    ledger = _resolve_ledger(ledger, neighbouring)
+    prepared = prepare_statistics(data, family, bounds=bounds, neighbouring=ledger.neighbouring, name=name, **family_args)
+    return release_statistics(prepared, eps, ledger=ledger, rng=rng)
+
+
+def _resolve_ledger(ledger: PrivacyLedger | None, neighbouring: str) -> PrivacyLedger:
     neighbouring = check_neighbouring(neighbouring)
-    fam = get_family(family, **family_args)
     if ledger is None:
-        ledger = PrivacyLedger(neighbouring=neighbouring)
-    elif not isinstance(ledger, PrivacyLedger):
+        return PrivacyLedger(neighbouring=neighbouring)
+    if not isinstance(ledger, PrivacyLedger):
         raise ValueError(f"ledger must be a pmdp.PrivacyLedger or None, got {type(ledger).__name__}.")
-    elif ledger.neighbouring != neighbouring:
+    if ledger.neighbouring != neighbouring:
         raise ValueError(
             f"neighbouring={neighbouring!r} but the ledger uses {ledger.neighbouring!r}; pass the ledger's relation."
         )
-    checked_bounds = fam.check_bounds(bounds)
+    return ledger
 
+
+@dataclass(frozen=True)
+class PreparedStatistics:
+    """Exact sufficient statistics, checked and ready to be released (never leave the curator)."""
+
+    family: Family
+    names: tuple[str, ...]
+    exact: np.ndarray = field(repr=False)
+    n: int
+    sensitivity: float
+    bounds: Mapping[str, Any]
+    neighbouring: str
+    name: str
+
+    def laplace_event(self, epsilon: float) -> dict[str, Any]:
+        """The ledger event of releasing these statistics at ``epsilon``."""
+        return {"type": "laplace", "noise_multiplier": 1.0 / epsilon}
+
+
+def prepare_statistics(
+    data: Any,
+    family: str | Family,
+    *,
+    bounds: Mapping[str, Any] | None = None,
+    neighbouring: str = "replace",
+    name: str = "data",
+    **family_args: Any,
+) -> PreparedStatistics:
+    """Check ``data`` and compute its exact sufficient statistics; spend nothing.
+
+    This is the first half of :func:`privatize`, split out so that several data
+    sets can all be checked before any of them is released (a failure then spends
+    nothing). Raises the same ``ValueError``s as :func:`privatize`, and warns about
+    clipped records.
+    """
+    neighbouring = check_neighbouring(neighbouring)
+    fam = get_family(family, **family_args)
+    checked_bounds = fam.check_bounds(bounds)
     x = fam.records(as_array(data, "data"))
     n = n_records(x)
     if n == 0:
-        raise ValueError("data has no records.")
+        raise ValueError(f"{name}: data has no records.")
     invalid = fam.invalid(x)
     clipped, outside = fam.clip(x, checked_bounds)
     total = fam.record_statistics(clipped, neighbouring).sum(axis=0)
     n_invalid, n_outside, exact = compute(invalid.sum(), outside.sum(), total)
     if int(n_invalid):
         raise ValueError(
-            f"{int(n_invalid)} record(s) are NaN or outside the support of the {fam.name} family; "
+            f"{name}: {int(n_invalid)} record(s) are NaN or outside the support of the {fam.name} family; "
             "fix or drop them before privatising (nothing was spent)."
         )
     if int(n_outside):
         warnings.warn(
-            f"{int(n_outside)} of {n} record(s) lay outside bounds={checked_bounds} and were clipped to them "
-            "(this count is for you, the curator; it is not released).",
+            f"{name}: {int(n_outside)} of {n} record(s) lay outside bounds={checked_bounds} and were clipped to "
+            "them (this count is for you, the curator; it is not released).",
             ClippedRecordsWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    names = fam.statistic_names(neighbouring)
-    exact = np.asarray(exact, dtype=float).ravel()
-    sensitivity = fam.sensitivity(checked_bounds, neighbouring)
+    return PreparedStatistics(
+        family=fam,
+        names=tuple(fam.statistic_names(neighbouring)),
+        exact=np.asarray(exact, dtype=float).ravel(),
+        n=n,
+        sensitivity=float(fam.sensitivity(checked_bounds, neighbouring)),
+        bounds=checked_bounds,
+        neighbouring=neighbouring,
+        name=name,
+    )
+
+
+def release_statistics(
+    prepared: PreparedStatistics, epsilon: float, *, ledger: PrivacyLedger, rng: Any = None
+) -> PrivateStatistics:
+    """Add Laplace noise to prepared statistics (charging ``ledger`` first) and project them."""
+    eps = check_epsilon(epsilon)
+    if ledger.neighbouring != prepared.neighbouring:
+        raise ValueError(f"the statistics were prepared under {prepared.neighbouring!r}, the ledger uses {ledger.neighbouring!r}.")
+    fam, names = prepared.family, prepared.names
+    touched = f"{prepared.name}:{'+'.join(names) if len(names) <= 4 else fam.name + ' statistics'}"
     noisy = np.atleast_1d(
-        laplace_mechanism(exact, epsilon=eps, sensitivity=sensitivity, ledger=ledger, rng=rng,
-                          touched=f"{name}:{'+'.join(names) if len(names) <= 4 else fam.name + ' statistics'}")
+        laplace_mechanism(prepared.exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
+                          touched=touched)
     )
     entry = ledger.entries[-1]
-    public_n = n if neighbouring == "replace" else None
-    values = fam.project(noisy, public_n, checked_bounds, neighbouring)
-    n_out = float(n) if public_n is not None else fam.n_from_statistics(values, neighbouring)
+    public_n = prepared.n if prepared.neighbouring == "replace" else None
+    values = fam.project(noisy, public_n, prepared.bounds, prepared.neighbouring)
+    n_out = float(prepared.n) if public_n is not None else fam.n_from_statistics(values, prepared.neighbouring)
     return PrivateStatistics(
         family=fam,
-        names=tuple(names),
+        names=names,
         values=np.asarray(values, dtype=float),
         noisy=np.asarray(noisy, dtype=float),
         n=n_out,
         epsilon=eps,
-        sensitivity=float(sensitivity),
-        scale=float(entry.details.get("scale", sensitivity / eps)),
-        neighbouring=neighbouring,
-        bounds=checked_bounds,
+        sensitivity=prepared.sensitivity,
+        scale=float(entry.details.get("scale", prepared.sensitivity / eps)),
+        neighbouring=prepared.neighbouring,
+        bounds=prepared.bounds,
         entry_id=entry.id,
         noise_source=entry.noise_source,
         ledger=ledger,

@@ -1,0 +1,47 @@
+"""Walking PyTensor graphs to find where private data enters them."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["data_leaves", "describe_leaf"]
+
+
+def _ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[Any]:
+    try:  # pytensor >= 2.31
+        from pytensor.graph.traversal import ancestors
+    except ImportError:  # pragma: no cover
+        from pytensor.graph.basic import ancestors
+    return ancestors(list(graphs), blockers=list(blockers))
+
+
+def data_leaves(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> list[Any]:
+    """Leaves of ``graphs`` that can carry record data.
+
+    Those are shared variables other than random generators (``pm.Data``
+    containers and the like) and constant arrays with more than one element (NumPy
+    data passed into a model). Scalars and random generators are not data. The
+    walk stops at ``blockers`` (e.g. the model's free random variables).
+    """
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+    from pytensor.tensor.random.type import RandomType
+
+    out = []
+    for var in _ancestors(graphs, blockers):
+        if var.owner is not None:
+            continue
+        if isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
+            out.append(var)
+        elif isinstance(var, Constant) and np.size(getattr(var, "data", None)) > 1:
+            out.append(var)
+    return out
+
+
+def describe_leaf(var: Any) -> str:
+    """A short human description of a data leaf."""
+    name = getattr(var, "name", None)
+    shape = np.shape(getattr(var, "data", None)) if hasattr(var, "data") else np.shape(var.get_value(borrow=True))
+    return f"{name!r} (shape {shape})" if name else f"an unnamed array of shape {shape}"

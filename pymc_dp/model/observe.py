@@ -1,0 +1,116 @@
+"""``observe_stats``: a model's likelihood from privatised statistics instead of records."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..families import PrivateStatistics, family_of_dist
+from ._graph import data_leaves, describe_leaf
+
+__all__ = ["observe_stats", "statistics_of"]
+
+# Which privatised statistics each model's likelihood uses (so that pmdp.sample can
+# attach their ledgers without being told). Weak keys: models are never kept alive.
+_USED: "weakref.WeakKeyDictionary[Any, list[PrivateStatistics]]" = weakref.WeakKeyDictionary()
+
+
+def statistics_of(model: Any) -> list[PrivateStatistics]:
+    """The privatised statistics observed in ``model`` through :func:`observe_stats`."""
+    return list(_USED.get(model, []))
+
+
+def _register(model: Any, stats: PrivateStatistics) -> None:
+    _USED.setdefault(model, []).append(stats)
+
+
+def _check_family_compatible(stats: PrivateStatistics, dist_family: Any, name: str) -> None:
+    fam = stats.family
+    if type(dist_family) is not type(fam):
+        raise ValueError(
+            f"observe_stats({name!r}): the statistics were released for the {fam.name} family, but the "
+            f"distribution is {dist_family.name}; use the matching distribution."
+        )
+    released, wanted = fam.family_args(), dist_family.family_args()
+    for key, value in released.items():
+        if value is None:  # the release is the general case (e.g. unknown variance): any value works
+            continue
+        other = wanted.get(key)
+        if other is None or not np.allclose(other, value):
+            raise ValueError(
+                f"observe_stats({name!r}): the statistics were released for {fam!r} ({key}={value!r} fixed), "
+                f"but the distribution has {key}={other!r}. Privatise again with {key}=None (if the family "
+                f"supports it) or give the distribution the same fixed {key}."
+            )
+
+
+def observe_stats(
+    name: str,
+    dist: Any,
+    stats: PrivateStatistics,
+    *,
+    model: Any = None,
+) -> Any:
+    """Add the likelihood of the model's parameters given privatised statistics.
+
+    Use it inside a ``pm.Model`` in place of an observed variable: the records are
+    never in the model, only ``stats`` (already private), so any sampler, any number
+    of draws and chains, costs no further privacy. The likelihood is the family's
+    exponential-family log-likelihood with the noisy, projected statistics plugged
+    in (a plug-in estimate: it does not account for the noise).
+
+    Parameters
+    ----------
+    name
+        Name of the likelihood term (a ``pm.Potential``).
+    dist
+        The likelihood of one record, as an unregistered PyMC distribution whose
+        parameters are model variables, e.g. ``pm.Bernoulli.dist(p=p)`` or
+        ``pm.Normal.dist(mu=mu, sigma=sigma)``; or, for families with no single PyMC
+        distribution (``linear_regression``), a dict of parameters such as
+        ``{"beta": beta, "sigma": sigma}``.
+    stats
+        The output of :func:`pymc_dp.privatize`.
+    model
+        The model (default: the one of the enclosing ``with`` block).
+
+    Returns
+    -------
+    pytensor.tensor.TensorVariable
+        The ``pm.Potential`` holding the log-likelihood.
+
+    Raises
+    ------
+    ValueError
+        If ``stats`` is not a :class:`~pymc_dp.families.PrivateStatistics`, the
+        distribution does not match its family, a parameter depends on data, or the
+        parameters are not scalar (one set of parameters for all records).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    model = pm.modelcontext(model)
+    if not isinstance(stats, PrivateStatistics):
+        raise ValueError(f"stats must be the output of pmdp.privatize, got {type(stats).__name__}.")
+    if isinstance(dist, Mapping):
+        params = dict(dist)
+    else:
+        dist_family, params = family_of_dist(dist)
+        _check_family_compatible(stats, dist_family, name)
+    leaves = data_leaves([pt.as_tensor(v) for v in params.values()], blockers=model.free_RVs)
+    if leaves:
+        raise ValueError(
+            f"observe_stats({name!r}): a parameter depends on data ({', '.join(describe_leaf(v) for v in leaves)}); "
+            "with privatised statistics the likelihood may only involve model parameters and public constants."
+        )
+    logp = stats.family.loglik(pt.as_tensor(np.asarray(stats.values, dtype=float)), float(stats.n), params)
+    if logp.type.ndim != 0:
+        raise ValueError(
+            f"observe_stats({name!r}): the parameters must describe all records at once (scalars, or one vector "
+            f"for a categorical), but the log-likelihood has {logp.type.ndim} dimension(s)."
+        )
+    pot = pm.Potential(name, logp, model=model)
+    _register(model, stats)
+    return pot

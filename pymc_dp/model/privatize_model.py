@@ -1,0 +1,266 @@
+"""``privatize_model``: replace a model's observed records by privatised statistics.
+
+The user's model is never mutated. Its graph is copied (PyMC's model
+``FunctionGraph`` representation), each observed variable of a supported family is
+removed together with its data, and a ``pm.Potential`` holding the family's
+log-likelihood of the privatised statistics takes its place. The result contains no
+record data at all, so sampling it — any sampler, chains, draws — is
+post-processing of the privatised statistics, and its cost does not grow with N.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..accounting import LedgerEntry, PrivacyLedger
+from ..accounting.validation import check_epsilon, check_neighbouring
+from ..families import PrivateStatistics, family_of_dist
+from ..families.privatize import prepare_statistics, release_statistics
+from ._graph import data_leaves, describe_leaf
+from .observe import _register
+
+__all__ = ["privatize_model", "PrivatisedModel", "split_epsilon"]
+
+
+@dataclass(frozen=True)
+class PrivatisedModel:
+    """A copy of a model whose observed records were replaced by privatised statistics.
+
+    Attributes
+    ----------
+    model
+        The new ``pm.Model``: same free variables, priors and (data-free)
+        Deterministics; one ``pm.Potential`` named ``"<variable>_stats"`` per
+        privatised observed variable; no observed variables, no data containers.
+    statistics
+        ``{observed variable name: PrivateStatistics}``.
+    ledger
+        The ledger that was charged.
+    dropped
+        Deterministics that depended on the records and were left out, with why.
+    """
+
+    model: Any
+    statistics: Mapping[str, PrivateStatistics]
+    ledger: PrivacyLedger = field(repr=False)
+    dropped: Mapping[str, str] = field(default_factory=dict)
+
+
+def split_epsilon(epsilon: float, names: list[str], weights: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Split a total ε across observed variables: evenly, or proportionally to ``weights``.
+
+    ``weights`` maps every name to a positive number (e.g. ``{"y": 3, "z": 1}`` gives
+    y three quarters of ε). Raises ``ValueError`` for missing, unknown or
+    non-positive weights.
+    """
+    eps = check_epsilon(epsilon)
+    if weights is None:
+        return {n: eps / len(names) for n in names}
+    weights = dict(weights)
+    unknown = sorted(set(weights) - set(names))
+    missing = sorted(set(names) - set(weights))
+    if unknown or missing:
+        raise ValueError(
+            f"epsilon_split must give a weight to each observed variable {names}; "
+            f"missing {missing}, unknown {unknown}."
+        )
+    for k, w in weights.items():
+        if not (isinstance(w, (int, float, np.floating, np.integer)) and np.isfinite(w) and w > 0):
+            raise ValueError(f"epsilon_split[{k!r}] must be a positive number, got {w!r}.")
+    total = float(sum(weights.values()))
+    return {n: eps * float(weights[n]) / total for n in names}
+
+
+def _observed_data(model: Any, rv: Any) -> np.ndarray:
+    value = model.rvs_to_values[rv]
+    if hasattr(value, "get_value"):
+        return np.asarray(value.get_value(borrow=True))
+    if hasattr(value, "data"):
+        return np.asarray(value.data)
+    try:  # a graph of data containers (e.g. a shape check around a pm.Data)
+        return np.asarray(value.eval())
+    except Exception as err:  # pragma: no cover - exotic observed values
+        raise ValueError(f"cannot read the observed data of {rv.name!r}: {err}") from None
+
+
+def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str) -> dict[str, Any]:
+    """Recognise every observed variable and prepare its exact statistics (no spending)."""
+    plans = {}
+    unsupported = []
+    for rv in model.observed_RVs:
+        try:
+            family, params = family_of_dist(rv)
+        except ValueError as err:
+            unsupported.append(f"{rv.name!r}: {err}")
+            continue
+        leaves = data_leaves(list(params.values()), blockers=model.free_RVs)
+        if leaves:
+            raise ValueError(
+                f"observed variable {rv.name!r} has a parameter that depends on data "
+                f"({', '.join(describe_leaf(v) for v in leaves)}), e.g. a per-record mean in a regression. "
+                "The Laplace route needs one set of parameters for all records: for a linear regression "
+                "privatise (X, y) with pmdp.privatize(..., family='linear_regression') and use "
+                "pmdp.observe_stats; otherwise use method='ops'."
+            )
+        var_bounds = bounds.get(rv.name)
+        try:
+            prepared = prepare_statistics(
+                _observed_data(model, rv), family, bounds=var_bounds, neighbouring=neighbouring, name=rv.name
+            )
+        except ValueError as err:
+            msg = str(err).replace("declare bounds=", f"declare bounds={{{rv.name!r}: ...}} with ")
+            raise ValueError(f"observed variable {rv.name!r}: {msg}") from None
+        plans[rv.name] = prepared
+    if unsupported:
+        raise ValueError(
+            "cannot privatise these observed variables with method='laplace': "
+            + "; ".join(unsupported)
+            + ". Their likelihood is not one of the supported exponential families; use method='ops' "
+            "(a tempered posterior with a bounded log-likelihood) for them."
+        )
+    unknown = sorted(set(bounds) - set(plans))
+    if unknown:
+        raise ValueError(f"bounds names {unknown}, which are not observed variables of the model ({sorted(plans)}).")
+    return plans
+
+
+def _rebuild_without_records(model: Any, stats: Mapping[str, PrivateStatistics]) -> tuple[Any, dict[str, str]]:
+    import pytensor.tensor as pt
+    from pymc.model.fgraph import (
+        ModelDeterministic,
+        ModelObservedRV,
+        ModelVar,
+        extract_dims,
+        fgraph_from_model,
+        model_from_fgraph,
+        model_potential,
+    )
+
+    fg, _ = fgraph_from_model(model, inlined_views=True)
+    observed_nodes = [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]
+    observed_outputs = {n.outputs[0] for n in observed_nodes}
+    for node in observed_nodes:
+        rv = node.inputs[0]
+        s = stats[node.outputs[0].name]
+        _, params = s.family.from_dist(rv)
+        logp = s.family.loglik(pt.as_tensor(np.asarray(s.values, dtype=float)), float(s.n), params)
+        pot = model_potential(logp)
+        pot.name = f"{node.outputs[0].name}_stats"
+        fg.add_output(pot, import_missing=True)
+
+    # Deterministics of the records cannot stay: drop them and say so.
+    dropped: dict[str, str] = {}
+    for node in list(fg.apply_nodes):
+        if isinstance(node.op, ModelDeterministic):
+            from ._graph import _ancestors
+
+            anc = set(_ancestors([node.inputs[0]]))
+            if anc & observed_outputs or data_leaves([node.inputs[0]]):
+                dropped[node.outputs[0].name] = "depends on the observed records"
+    for node in list(fg.apply_nodes):
+        if isinstance(node.op, ModelDeterministic) and node.outputs[0].name in dropped:
+            fg.remove_node(node)
+    for node in observed_nodes:
+        if node in fg.apply_nodes:
+            fg.remove_node(node)
+    # Data containers nothing uses any more.
+    for node in list(fg.apply_nodes):
+        if isinstance(node.op, ModelVar) and type(node.op).__name__ == "ModelNamed":
+            out = node.outputs[0]
+            if all(getattr(c[0].op, "__class__", None).__name__ == "Output" for c in fg.clients[out]):
+                fg.remove_node(node)
+
+    leaves = data_leaves(fg.outputs)
+    if leaves:
+        raise ValueError(
+            "the model uses data outside its observed variables ("
+            + ", ".join(describe_leaf(v) for v in leaves)
+            + "), e.g. a pm.Data container in a prior; pymc_dp cannot prove such a model private. "
+            "Make those inputs public constants, or privatise them too."
+        )
+    used_dims = {d for out in fg.outputs for d in extract_dims(out) if d is not None}
+    fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
+    fg._dim_lengths = {k: v for k, v in fg._dim_lengths.items() if k in used_dims}
+    return model_from_fgraph(fg, mutate_fgraph=True), dropped
+
+
+def privatize_model(
+    model: Any = None,
+    epsilon: float | None = None,
+    *,
+    bounds: Mapping[str, Mapping[str, Any]] | None = None,
+    ledger: PrivacyLedger | None = None,
+    epsilon_split: Mapping[str, float] | None = None,
+    neighbouring: str | None = None,
+    rng: Any = None,
+) -> PrivatisedModel:
+    """Privatise every observed variable of ``model`` and return a record-free copy.
+
+    Each observed variable must have a likelihood of a supported family
+    (:mod:`pymc_dp.families`) whose parameters are the same for every record. All
+    observed data are checked and their statistics computed first; the budget is
+    checked for the whole spend; only then is noise drawn. A failure at any point
+    spends nothing.
+
+    Parameters
+    ----------
+    model
+        The ``pm.Model`` (default: the enclosing ``with`` block's). Not modified.
+    epsilon
+        The total ε, split across the observed variables (see ``epsilon_split``).
+    bounds
+        ``{observed variable name: family bounds}``, e.g.
+        ``{"y": {"x": (0.0, 10.0)}}`` for a Normal, ``{"counts": {"upper": 50}}``
+        for a Poisson. Needed for families with unbounded support.
+    ledger
+        The ledger to charge (default: a new one without a budget).
+    epsilon_split
+        Weights ``{name: w}`` splitting ε across observed variables (default: evenly).
+    neighbouring
+        ``"replace"`` or ``"add_remove"``; defaults to the ledger's relation (or
+        ``"replace"``).
+    rng
+        ``None`` for secure noise, or a seed / Generator for seeded noise.
+
+    Returns
+    -------
+    PrivatisedModel
+    """
+    import pymc as pm
+
+    model = pm.modelcontext(model)
+    if epsilon is None:
+        raise ValueError("pass epsilon=, the total privacy budget to spend on the model's observed data.")
+    eps = check_epsilon(epsilon)
+    if ledger is None:
+        ledger = PrivacyLedger(neighbouring=check_neighbouring(neighbouring or "replace"))
+    elif not isinstance(ledger, PrivacyLedger):
+        raise ValueError(f"ledger must be a pmdp.PrivacyLedger or None, got {type(ledger).__name__}.")
+    elif neighbouring is not None and check_neighbouring(neighbouring) != ledger.neighbouring:
+        raise ValueError(f"neighbouring={neighbouring!r} but the ledger uses {ledger.neighbouring!r}.")
+    if not model.observed_RVs:
+        raise ValueError("the model has no observed variables: there are no records to privatise.")
+    if bounds is not None and not isinstance(bounds, Mapping):
+        raise ValueError("bounds must map observed variable names to their bounds, e.g. {'y': {'x': (0, 1)}}.")
+
+    plans = _plan(model, dict(bounds or {}), ledger.neighbouring)
+    shares = split_epsilon(eps, list(plans), epsilon_split)
+    ledger.check_all([
+        LedgerEntry("laplace", shares[name], event=p.laplace_event(shares[name]), neighbouring=ledger.neighbouring)
+        for name, p in plans.items()
+    ])
+    stats = {name: release_statistics(p, shares[name], ledger=ledger, rng=rng) for name, p in plans.items()}
+    new_model, dropped = _rebuild_without_records(model, stats)
+    if dropped:
+        warnings.warn(
+            "privatize_model left out Deterministic(s) of the records: " + ", ".join(sorted(dropped)),
+            UserWarning,
+            stacklevel=2,
+        )
+    for s in stats.values():
+        _register(new_model, s)
+    return PrivatisedModel(model=new_model, statistics=stats, ledger=ledger, dropped=dropped)
