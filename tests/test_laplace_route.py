@@ -1,0 +1,218 @@
+"""The Laplace route end to end: observe_stats, privatize_model and pmdp.sample."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy import stats as st
+
+import pymc_dp as pmdp
+from pymc_dp.families import Bernoulli, PrivateStatistics
+
+SAMPLE = dict(draws=300, tune=300, chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
+
+
+@pytest.fixture(scope="module")
+def records():
+    return np.random.default_rng(0).binomial(1, 0.3, size=400)
+
+
+def beta_bernoulli(records, *, with_deterministics=False):
+    with pm.Model(coords={"obs": np.arange(len(records))}) as model:
+        p = pm.Beta("p", 1, 1)
+        data = pm.Data("y_data", records, dims="obs")
+        y = pm.Bernoulli("y", p=p, observed=data, dims="obs")
+        if with_deterministics:
+            pm.Deterministic("odds", p / (1 - p))
+            pm.Deterministic("residual", y - p, dims="obs")
+    return model
+
+
+# ----------------------------------------------------------------------------- observe_stats
+
+
+def test_observe_stats_adds_the_family_loglik(records):
+    stats = pmdp.privatize(records, "bernoulli", 1.0, rng=1)
+    with pm.Model() as model:
+        p = pm.Beta("p", 1, 1)
+        pot = pmdp.observe_stats("y", pm.Bernoulli.dist(p=p), stats)
+    assert model.potentials == [pot]
+    s, n = stats.values[0], stats.n
+    point = {"p_logodds__": np.array(0.4)}
+    pval = 1 / (1 + np.exp(-0.4))
+    expected = s * np.log(pval) + (n - s) * np.log1p(-pval)
+    assert model.compile_logp(vars=[pot], jacobian=False)(point) == pytest.approx(expected)
+
+
+def test_observe_stats_refuses_mismatches(records):
+    stats = pmdp.privatize(records, "bernoulli", 1.0, rng=1)
+    with pm.Model():
+        p = pm.Beta("p", 1, 1)
+        with pytest.raises(ValueError, match="bernoulli family"):
+            pmdp.observe_stats("y", pm.Poisson.dist(mu=p), stats)
+        with pytest.raises(ValueError, match="output of pmdp.privatize"):
+            pmdp.observe_stats("y", pm.Bernoulli.dist(p=p), {"successes": 3})
+        x = pm.Data("x", np.linspace(0.1, 0.9, 5))
+        with pytest.raises(ValueError, match="depends on data"):
+            pmdp.observe_stats("y", pm.Bernoulli.dist(p=p * x), stats)
+        ps = pm.Beta("ps", 1, 1, shape=3)
+        with pytest.raises(ValueError, match="all records at once"):
+            pmdp.observe_stats("y3", pm.Bernoulli.dist(p=ps), stats)
+
+
+# ----------------------------------------------------------------------------- privatize_model
+
+
+def test_privatize_model_leaves_the_users_model_alone_and_drops_every_record(records):
+    model = beta_bernoulli(records, with_deterministics=True)
+    before = (list(model.named_vars), [v.name for v in model.observed_RVs], dict(model.coords))
+    with pytest.warns(UserWarning, match="residual"):
+        private = pmdp.privatize_model(model, 1.0, rng=2)
+    assert (list(model.named_vars), [v.name for v in model.observed_RVs], dict(model.coords)) == before
+    new = private.model
+    assert new.observed_RVs == [] and new.data_vars == []
+    assert [v.name for v in new.potentials] == ["y_stats"]
+    assert sorted(v.name for v in new.free_RVs) == ["p"]
+    assert [v.name for v in new.deterministics] == ["odds"]
+    assert "obs" not in new.coords  # record ids are gone
+    assert private.dropped == {"residual": "depends on the observed records"}
+    assert set(private.statistics) == {"y"} and len(private.ledger) == 1
+
+
+def test_privatized_logp_is_the_statistic_loglik_at_large_epsilon(records):
+    model = beta_bernoulli(records)
+    private = pmdp.privatize_model(model, 1e9, rng=3)
+    point = {"p_logodds__": np.array(-0.7)}
+    # With ε = 1e9 the noise is ~1e-9: the private log-joint equals the original one.
+    assert private.model.compile_logp()(point) == pytest.approx(model.compile_logp()(point), rel=1e-9)
+
+
+def test_unsupported_family_is_named_and_points_to_ops():
+    with pm.Model() as model:
+        mu = pm.Normal("mu")
+        pm.StudentT("t", nu=3, mu=mu, sigma=1, observed=np.zeros(5))
+    with pytest.raises(ValueError, match=r"'t'.*method='ops'"):
+        pmdp.privatize_model(model, 1.0)
+
+
+def test_per_record_parameters_are_refused_with_a_pointer_to_regression():
+    x = np.linspace(0, 1, 20)
+    with pm.Model() as model:
+        beta = pm.Normal("beta")
+        pm.Normal("y", mu=beta * pm.Data("x", x), sigma=1.0, observed=2 * x)
+    with pytest.raises(ValueError, match="linear_regression"):
+        pmdp.privatize_model(model, 1.0, bounds={"y": {"x": (-5, 5)}})
+
+
+def test_a_failure_on_any_variable_spends_nothing(records):
+    ledger = pmdp.PrivacyLedger()
+    with pm.Model() as model:
+        p = pm.Beta("p", 1, 1)
+        pm.Bernoulli("a", p=p, observed=records)
+        pm.Bernoulli("b", p=p, observed=np.array([0, 1, 2]))  # 2 is not a Bernoulli value
+    with pytest.raises(ValueError, match="'b'"):
+        pmdp.privatize_model(model, 1.0, ledger=ledger)
+    assert len(ledger) == 0
+
+
+def test_budget_is_checked_for_the_whole_model_before_any_noise(records):
+    ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=1.0))
+    ledger.spend("earlier release", 0.5)
+    with pm.Model() as model:
+        p = pm.Beta("p", 1, 1)
+        pm.Bernoulli("a", p=p, observed=records)
+        pm.Bernoulli("b", p=p, observed=records[:100])
+    with pytest.raises(pmdp.BudgetExceededError):
+        pmdp.privatize_model(model, 0.6, ledger=ledger)
+    assert len(ledger) == 1
+
+
+def test_epsilon_is_split_as_asked(records):
+    with pm.Model() as model:
+        p = pm.Beta("p", 1, 1)
+        pm.Bernoulli("a", p=p, observed=records)
+        pm.Bernoulli("b", p=p, observed=records[:100])
+    even = pmdp.privatize_model(model, 1.0, rng=1)
+    assert sorted(e.epsilon for e in even.ledger.entries) == pytest.approx([0.5, 0.5])
+    weighted = pmdp.privatize_model(model, 1.0, rng=1, epsilon_split={"a": 3, "b": 1})
+    assert {e.touched.split(":")[0]: e.epsilon for e in weighted.ledger.entries} == pytest.approx({"a": 0.75, "b": 0.25})
+    with pytest.raises(ValueError, match="missing"):
+        pmdp.privatize_model(model, 1.0, epsilon_split={"a": 1})
+    with pytest.raises(ValueError, match="positive"):
+        pmdp.privatize_model(model, 1.0, epsilon_split={"a": 1, "b": 0})
+
+
+def test_bounds_must_name_observed_variables(records):
+    model = beta_bernoulli(records)
+    with pytest.raises(ValueError, match="not observed variables"):
+        pmdp.privatize_model(model, 1.0, bounds={"z": {"upper": 3}})
+
+
+def test_data_used_outside_the_likelihood_is_refused(records):
+    with pm.Model() as model:
+        scale = pm.Data("prior_scale", np.array([1.0, 2.0]))
+        p = pm.Beta("p", 1, scale.sum())
+        pm.Bernoulli("y", p=p, observed=records)
+    with pytest.raises(ValueError, match="prior_scale"):
+        pmdp.privatize_model(model, 1.0)
+
+
+# ----------------------------------------------------------------------------- pmdp.sample
+
+
+def test_privacy_flag_returns_a_released_trace_with_its_ledger(records, tmp_path):
+    model = beta_bernoulli(records)
+    with model:
+        idata = pmdp.sample(epsilon=0.5, noise_rng=4, random_seed=1, **SAMPLE)
+    assert set(idata.groups()) == {"posterior", "sample_stats", "privacy"}
+    assert list(idata.posterior.data_vars) == ["p"]
+    assert "obs" not in idata.posterior.coords
+    led = pmdp.ledger(idata)
+    assert [(e.mechanism, e.epsilon, e.touched) for e in led.entries] == [("laplace", 0.5, "y:successes")]
+    path = tmp_path / "private.nc"
+    idata.to_netcdf(path)
+    assert pmdp.ledger(str(path)) == led
+    # the user's model still samples normally afterwards
+    assert [v.name for v in model.observed_RVs] == ["y"]
+
+
+def test_privacy_flag_at_huge_epsilon_matches_the_conjugate_posterior(records):
+    with beta_bernoulli(records):
+        idata = pmdp.sample(epsilon=1e9, noise_rng=5, random_seed=2, **SAMPLE)
+    k, n = records.sum(), len(records)
+    exact = st.beta(1 + k, 1 + n - k)
+    draws = idata.posterior["p"].values.ravel()
+    # 600 draws with ESS of a few hundred: the mean is within 5 exact posterior sd / sqrt(100)
+    assert abs(draws.mean() - exact.mean()) < 5 * exact.std() / np.sqrt(100)
+    assert draws.std() == pytest.approx(exact.std(), rel=0.2)
+
+
+def test_statistics_route_attaches_the_ledgers_it_used(records):
+    stats = pmdp.privatize(records, "bernoulli", 0.3, rng=6)
+    with pm.Model():
+        p = pm.Beta("p", 1, 1)
+        pmdp.observe_stats("y", pm.Bernoulli.dist(p=p), stats)
+        idata = pmdp.sample(random_seed=1, **SAMPLE)
+    assert [e.id for e in pmdp.ledger(idata).entries] == [stats.entry_id]
+
+
+def test_sample_refuses_what_it_cannot_do(records):
+    with beta_bernoulli(records):
+        with pytest.raises(ValueError, match="pass epsilon="):
+            pmdp.sample(**SAMPLE)
+        with pytest.raises(ValueError, match="method must be one of"):
+            pmdp.sample(epsilon=1.0, method="ops", **SAMPLE)
+    with pm.Model():
+        pm.Beta("p", 1, 1)
+        with pytest.raises(ValueError, match="neither records nor privatised statistics"):
+            pmdp.sample(**SAMPLE)
+
+
+def test_private_statistics_are_public_types():
+    assert pmdp.PrivateStatistics is PrivateStatistics
+    s = pmdp.privatize(np.array([0, 1, 1]), Bernoulli(), 1.0, rng=1)
+    assert "Bernoulli" in s.summary() and s["successes"] == s.values[0]
