@@ -216,3 +216,18 @@ def test_private_statistics_are_public_types():
     assert pmdp.PrivateStatistics is PrivateStatistics
     s = pmdp.privatize(np.array([0, 1, 1]), Bernoulli(), 1.0, rng=1)
     assert "Bernoulli" in s.summary() and s["successes"] == s.values[0]
+
+
+def test_arviz_works_on_the_released_trace(records):
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with beta_bernoulli(records):
+        idata = pmdp.sample(epsilon=1.0, noise_rng=8, random_seed=3, **SAMPLE)
+    assert az.summary(idata).index.tolist() == ["p"]
+    az.plot_trace(idata)
+    az.plot_posterior(idata)
+    plt.close("all")
