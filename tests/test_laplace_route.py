@@ -152,6 +152,21 @@ def test_bounds_must_name_observed_variables(records):
         pmdp.privatize_model(model, 1.0, bounds={"z": {"upper": 3}})
 
 
+def test_prior_hyperparameter_arrays_are_public_but_record_arrays_are_not(records):
+    with pm.Model() as model:
+        theta = pm.Dirichlet("theta", a=np.ones(3))
+        pm.Categorical("c", p=theta, observed=np.tile([0, 1, 2, 2], 25))
+    private = pmdp.privatize_model(model, 1.0, rng=1)
+    assert [v.name for v in private.model.free_RVs] == ["theta"]
+    with pm.Model() as model:
+        p = pm.Beta("p", 1, 1)
+        pm.Deterministic("weighted", p * np.linspace(0, 1, len(records)).sum())  # scalar: fine
+        pm.Potential("record_term", (p * records.astype(float)).sum())  # raw records as a constant
+        pm.Bernoulli("y", p=p, observed=records)
+    with pytest.raises(ValueError, match="record-length array"):
+        pmdp.privatize_model(model, 1.0)
+
+
 def test_data_used_outside_the_likelihood_is_refused(records):
     with pm.Model() as model:
         scale = pm.Data("prior_scale", np.array([1.0, 2.0]))

@@ -17,26 +17,31 @@ def _ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[
     return ancestors(list(graphs), blockers=list(blockers))
 
 
-def data_leaves(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> list[Any]:
-    """Leaves of ``graphs`` that can carry record data.
+def data_leaves(graphs: Sequence[Any], blockers: Iterable[Any] = (), record_counts: Iterable[int] = ()) -> list[Any]:
+    """Leaves of ``graphs`` that carry record data.
 
     Those are shared variables other than random generators (``pm.Data``
-    containers and the like) and constant arrays with more than one element (NumPy
-    data passed into a model). Scalars and random generators are not data. The
-    walk stops at ``blockers`` (e.g. the model's free random variables).
+    containers and the like) and constant arrays whose first dimension is one of
+    ``record_counts`` (NumPy record data passed straight into a model, such as a
+    covariate column). Other constants (prior hyperparameters such as a Dirichlet's
+    concentration vector) are taken to be public. The walk stops at ``blockers``
+    (e.g. the model's free random variables).
     """
     from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.graph.basic import Constant
     from pytensor.tensor.random.type import RandomType
 
+    counts = {int(c) for c in record_counts if int(c) > 1}
     out = []
     for var in _ancestors(graphs, blockers):
         if var.owner is not None:
             continue
         if isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
             out.append(var)
-        elif isinstance(var, Constant) and np.size(getattr(var, "data", None)) > 1:
-            out.append(var)
+        elif isinstance(var, Constant) and counts:
+            shape = np.shape(getattr(var, "data", None))
+            if shape and shape[0] in counts:
+                out.append(var)
     return out
 
 

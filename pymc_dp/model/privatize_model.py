@@ -97,7 +97,9 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str) -> dict[str,
         except ValueError as err:
             unsupported.append(f"{rv.name!r}: {err}")
             continue
-        leaves = data_leaves(list(params.values()), blockers=model.free_RVs)
+        records = _observed_data(model, rv)
+        n_records = int(np.shape(records)[0]) if np.ndim(records) else 1
+        leaves = data_leaves(list(params.values()), blockers=model.free_RVs, record_counts=[n_records])
         if leaves:
             raise ValueError(
                 f"observed variable {rv.name!r} has a parameter that depends on data "
@@ -109,7 +111,7 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str) -> dict[str,
         var_bounds = bounds.get(rv.name)
         try:
             prepared = prepare_statistics(
-                _observed_data(model, rv), family, bounds=var_bounds, neighbouring=neighbouring, name=rv.name
+                records, family, bounds=var_bounds, neighbouring=neighbouring, name=rv.name
             )
         except ValueError as err:
             msg = str(err).replace("declare bounds=", f"declare bounds={{{rv.name!r}: ...}} with ")
@@ -128,7 +130,9 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str) -> dict[str,
     return plans
 
 
-def _rebuild_without_records(model: Any, stats: Mapping[str, PrivateStatistics]) -> tuple[Any, dict[str, str]]:
+def _rebuild_without_records(
+    model: Any, stats: Mapping[str, PrivateStatistics], record_counts: list[int]
+) -> tuple[Any, dict[str, str]]:
     import pytensor.tensor as pt
     from pymc.model.fgraph import (
         ModelDeterministic,
@@ -140,7 +144,13 @@ def _rebuild_without_records(model: Any, stats: Mapping[str, PrivateStatistics])
         model_potential,
     )
 
-    fg, _ = fgraph_from_model(model, inlined_views=True)
+    try:
+        fg, _ = fgraph_from_model(model, inlined_views=True)
+    except NotImplementedError as err:  # e.g. custom initial values
+        raise ValueError(
+            f"this model cannot be copied for privatisation ({err}); build it on pmdp.privatize + "
+            "pmdp.observe_stats instead."
+        ) from None
     observed_nodes = [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]
     observed_outputs = {n.outputs[0] for n in observed_nodes}
     for node in observed_nodes:
@@ -159,7 +169,7 @@ def _rebuild_without_records(model: Any, stats: Mapping[str, PrivateStatistics])
             from ._graph import _ancestors
 
             anc = set(_ancestors([node.inputs[0]]))
-            if anc & observed_outputs or data_leaves([node.inputs[0]]):
+            if anc & observed_outputs or data_leaves([node.inputs[0]], record_counts=record_counts):
                 dropped[node.outputs[0].name] = "depends on the observed records"
     for node in list(fg.apply_nodes):
         if isinstance(node.op, ModelDeterministic) and node.outputs[0].name in dropped:
@@ -174,12 +184,13 @@ def _rebuild_without_records(model: Any, stats: Mapping[str, PrivateStatistics])
             if all(getattr(c[0].op, "__class__", None).__name__ == "Output" for c in fg.clients[out]):
                 fg.remove_node(node)
 
-    leaves = data_leaves(fg.outputs)
+    leaves = data_leaves(fg.outputs, record_counts=record_counts)
     if leaves:
         raise ValueError(
             "the model uses data outside its observed variables ("
             + ", ".join(describe_leaf(v) for v in leaves)
-            + "), e.g. a pm.Data container in a prior; pymc_dp cannot prove such a model private. "
+            + "), e.g. a pm.Data container or a record-length array in a prior or a Potential; pymc_dp cannot "
+            "prove such a model private. "
             "Make those inputs public constants, or privatise them too."
         )
     used_dims = {d for out in fg.outputs for d in extract_dims(out) if d is not None}
@@ -254,7 +265,7 @@ def privatize_model(
         for name, p in plans.items()
     ])
     stats = {name: release_statistics(p, shares[name], ledger=ledger, rng=rng) for name, p in plans.items()}
-    new_model, dropped = _rebuild_without_records(model, stats)
+    new_model, dropped = _rebuild_without_records(model, stats, [p.n for p in plans.values()])
     if dropped:
         warnings.warn(
             "privatize_model left out Deterministic(s) of the records: " + ", ".join(sorted(dropped)),

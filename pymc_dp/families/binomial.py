@@ -1,0 +1,184 @@
+"""Binomial records: x ∈ {0, 1, …, n} successes out of a known number of trials n.
+
+Every record counts the successes in the same known number of trials ``n_trials``
+(per-record trial counts are not supported yet). The likelihood of the success
+probability p depends on the records only through the total number of successes
+``s = Σᵢ xᵢ`` and of failures ``f = Σᵢ (n − xᵢ) = N·n − s`` (theory notes §5).
+
+Statistics and L1 sensitivities:
+
+* ``"replace"`` (N public): only ``s`` is released; changing one record moves it by
+  at most n (from 0 to n), so ΔS = n. The failures follow as N·n − s.
+* ``"add_remove"`` (N private): ``(s, f)`` is released; adding or removing a record
+  with x successes moves s by x and f by n − x, so ΔS = x + (n − x) = n. N is
+  estimated as (s + f)/n.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Mapping
+
+import numpy as np
+
+from .base import Family, dist_params, rv_op_name, statistic_length
+
+__all__ = ["Binomial"]
+
+
+def check_count(value: Any, what: str, *, minimum: int = 1) -> int:
+    """``value`` as a Python int ≥ ``minimum`` (integral floats accepted), else a ValueError naming ``what``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
+    if not np.isfinite(float(value)) or float(value) != int(value) or int(value) < minimum:
+        raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
+    return int(value)
+
+
+def single_parameter(param: Any, what: str, family: str) -> Any:
+    """A distribution parameter as a PyTensor scalar, or a ValueError if it varies per record.
+
+    A parameter of static shape ``()`` or all-ones (e.g. ``(1,)``, what PyMC makes of
+    a scalar parameter when ``shape=`` is given) is one value shared by all records.
+    Anything else (a vector of per-record values, or an unknown static shape) is
+    refused: the records would then not enter the likelihood through one summed
+    exponential-family statistic.
+    """
+    import pytensor.tensor as pt
+    from pytensor.tensor.type import discrete_dtypes
+
+    param = pt.as_tensor_variable(param)
+    shape = tuple(param.type.shape)
+    if any(dim != 1 for dim in shape):
+        raise ValueError(
+            f"the {family} parameter {what!r} has static shape {shape}: it must be one value shared by all "
+            "records (per-record parameters are not a single exponential-family statistic; the Laplace route "
+            "needs one summed statistic for the whole data set)."
+        )
+    if shape:
+        param = param.reshape(())
+    if param.dtype in discrete_dtypes:
+        param = pt.cast(param, "float64")
+    return param
+
+
+def constant_count(param: Any, what: str, family: str) -> int:
+    """The value of a constant, scalar integer distribution parameter (e.g. a number of trials)."""
+    import pytensor.tensor as pt
+    from pytensor.tensor.exceptions import NotScalarConstantError
+
+    param = pt.as_tensor_variable(param)
+    if any(dim != 1 for dim in param.type.shape):
+        raise ValueError(
+            f"the {family} parameter {what!r} has static shape {tuple(param.type.shape)}: it must be one constant "
+            "shared by all records (per-record trial counts are not supported yet)."
+        )
+    try:
+        value = pt.get_underlying_scalar_constant_value(param)
+    except NotScalarConstantError:
+        raise ValueError(
+            f"the {family} parameter {what!r} must be a constant (the sensitivity depends on it), got the "
+            f"variable {param!r}."
+        ) from None
+    return check_count(np.asarray(value).item(), f"the {family} parameter {what!r}")
+
+
+class Binomial(Family):
+    """Binomial likelihood with a known number of trials; conjugate prior Beta(a, b).
+
+    Parameters
+    ----------
+    n_trials
+        The number of trials of every record (a positive integer, the same for all
+        records; per-record trial counts are not supported yet).
+
+    Raises
+    ------
+    ValueError
+        If ``n_trials`` is missing or not a positive integer.
+    """
+
+    name = "binomial"
+    pymc_ops = ("binomial",)
+
+    def __init__(self, n_trials: int | None = None, **family_args: Any) -> None:
+        if family_args:
+            raise ValueError(f"family 'binomial' takes only n_trials, got unknown argument(s) {sorted(family_args)}.")
+        if n_trials is None:
+            raise ValueError("family 'binomial' needs the known number of trials per record: pass n_trials=<int>.")
+        self.n_trials = check_count(n_trials, "n_trials")
+
+    def family_args(self) -> dict[str, Any]:
+        return {"n_trials": self.n_trials}
+
+    # ------------------------------------------------------------------ data side
+    def invalid(self, x: Any) -> Any:
+        """Records that are not an integer in {0, …, n_trials} (NaN and ±inf included)."""
+        return ~((x >= 0) & (x <= self.n_trials) & (x == np.floor(x)))
+
+    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
+        return ("successes",) if neighbouring == "replace" else ("successes", "failures")
+
+    def record_statistics(self, x: Any, neighbouring: str) -> Any:
+        cols = [x] if neighbouring == "replace" else [x, self.n_trials - x]
+        return np.stack(cols, axis=1)
+
+    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
+        """L1 sensitivity ``n_trials`` under both relations.
+
+        Replace-one: s changes by x′ − x with x, x′ ∈ {0, …, n}, at most n (0 ↔ n).
+        Add/remove-one: a record with x successes changes (s, f) by (x, n − x), whose
+        L1 norm is exactly n whatever x is.
+        """
+        return float(self.n_trials)
+
+    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
+        """Replace: clip s to [0, N·n_trials]. Add/remove: clip (s, f) at 0."""
+        noisy = np.asarray(noisy, dtype=float)
+        if neighbouring == "replace":
+            return np.clip(noisy, 0.0, float(n) * self.n_trials)
+        return np.maximum(noisy, 0.0)
+
+    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
+        """N = (successes + failures) / n_trials under add/remove."""
+        if neighbouring != "add_remove":
+            return super().n_from_statistics(values, neighbouring)
+        return float(values[0] + values[1]) / self.n_trials
+
+    # ------------------------------------------------------------------ model side
+    def counts(self, values: Any, n: Any) -> tuple[Any, Any]:
+        """(successes, failures) from the statistics; under replace failures = N·n_trials − successes."""
+        if statistic_length(values) == 1:
+            return values[0], n * self.n_trials - values[0]
+        return values[0], values[1]
+
+    def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
+        """``s log p + f log(1 − p)`` (the binomial coefficients do not depend on p)."""
+        import pytensor.tensor as pt
+
+        s, f = self.counts(values, n)
+        p = params["p"]
+        return s * pt.log(p) + f * pt.log1p(-p)
+
+    @classmethod
+    def from_dist(cls, dist: Any) -> tuple["Binomial", dict[str, Any]]:
+        """``pm.Binomial.dist(n=<constant int>, p=p)`` → ``(Binomial(n_trials=n), {"p": p})``.
+
+        Raises
+        ------
+        ValueError
+            For another distribution, a non-constant or per-record ``n``, or a
+            per-record ``p``.
+        """
+        if rv_op_name(dist) not in cls.pymc_ops:
+            raise ValueError(f"expected a Binomial distribution, got {rv_op_name(dist)!r}.")
+        n, p = dist_params(dist)
+        n_trials = constant_count(n, "n", "binomial")
+        return cls(n_trials=n_trials), {"p": single_parameter(p, "p", "binomial")}
+
+    def conjugate_posterior(
+        self, values: np.ndarray, n: float, *, alpha: float = 1.0, beta: float = 1.0
+    ) -> dict[str, float]:
+        """Beta(alpha, beta) prior ⇒ Beta(alpha + successes, beta + failures)."""
+        s, f = self.counts(np.asarray(values, dtype=float), float(n))
+        return {"alpha": alpha + float(s), "beta": beta + float(f)}

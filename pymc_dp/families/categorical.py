@@ -1,0 +1,153 @@
+"""Categorical records: x ∈ {0, 1, …, k − 1}, one probability vector p over k categories.
+
+The likelihood of p depends on the records only through the histogram
+``c_j = #{i : xᵢ = j}``, the sum of the one-hot encodings of the records
+([FGWC16] §5; theory notes §5: "Categorical with K outcomes: S(x) = one-hot").
+
+L1 sensitivity of the histogram:
+
+* ``"replace"``: changing one record from category a to b lowers c_a by 1 and
+  raises c_b by 1, so ΔS = 2. N is public and the released histogram is projected
+  onto the simplex scaled to N.
+* ``"add_remove"``: adding or removing one record changes one count by 1, so ΔS = 1;
+  N is estimated as the sum of the (projected, non-negative) counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from .base import Family, dist_params, project_to_simplex, rv_op_name
+from .binomial import check_count
+
+__all__ = ["Categorical"]
+
+
+def probability_vector(p: Any, family: str) -> tuple[int, Any]:
+    """``(k, p)`` for a distribution's probability parameter: a PyTensor vector of static length k.
+
+    Leading dimensions of static length 1 (what PyMC makes of one shared p when
+    ``shape=`` is given) are dropped. A batch of probability vectors (one per record)
+    is refused: the records would then not enter the likelihood through one summed
+    exponential-family statistic. The length k must be known statically.
+    """
+    import pytensor.tensor as pt
+
+    p = pt.as_tensor_variable(p)
+    shape = tuple(p.type.shape)
+    if not shape:
+        raise ValueError(f"the {family} parameter 'p' must be a vector of category probabilities, got a scalar.")
+    if any(dim != 1 for dim in shape[:-1]):
+        raise ValueError(
+            f"the {family} parameter 'p' has static shape {shape}: it must be one probability vector shared by "
+            "all records (per-record parameters are not a single exponential-family statistic; the Laplace "
+            "route needs one summed statistic for the whole data set)."
+        )
+    if shape[-1] is None:
+        raise ValueError(
+            f"the number of categories of the {family} parameter 'p' is not known statically (shape {shape}); "
+            "give p a fixed length, e.g. pm.Dirichlet('p', a=np.ones(k))."
+        )
+    k = int(shape[-1])
+    if len(shape) > 1:
+        p = p.reshape((k,))
+    return k, p
+
+
+def dirichlet_posterior(values: np.ndarray, alpha: Any) -> dict[str, np.ndarray]:
+    """Dirichlet(alpha) prior ⇒ Dirichlet(alpha + counts); ``alpha`` a scalar or a length-k vector."""
+    counts = np.asarray(values, dtype=float).ravel()
+    a = np.broadcast_to(np.asarray(alpha, dtype=float), counts.shape)
+    if np.any(~np.isfinite(a)) or np.any(a <= 0):
+        raise ValueError(f"alpha must be positive and finite (a scalar or one per category), got {alpha!r}.")
+    return {"alpha": a + counts}
+
+
+def count_loglik(values: Any, p: Any) -> Any:
+    """``Σ_j c_j log p_j`` as a PyTensor scalar."""
+    import pytensor.tensor as pt
+
+    return pt.sum(pt.as_tensor_variable(values) * pt.log(p))
+
+
+class Categorical(Family):
+    """Categorical likelihood over ``k`` categories; conjugate prior Dirichlet(alpha).
+
+    Parameters
+    ----------
+    k
+        The number of categories (an integer ≥ 2); records are 0, 1, …, k − 1.
+
+    Raises
+    ------
+    ValueError
+        If ``k`` is missing or not an integer ≥ 2.
+    """
+
+    name = "categorical"
+    pymc_ops = ("categorical",)
+
+    def __init__(self, k: int | None = None, **family_args: Any) -> None:
+        if family_args:
+            raise ValueError(f"family 'categorical' takes only k, got unknown argument(s) {sorted(family_args)}.")
+        if k is None:
+            raise ValueError("family 'categorical' needs the number of categories: pass k=<int>.")
+        self.k = check_count(k, "k (the number of categories)", minimum=2)
+
+    def family_args(self) -> dict[str, Any]:
+        return {"k": self.k}
+
+    # ------------------------------------------------------------------ data side
+    def invalid(self, x: Any) -> Any:
+        """Records that are not an integer in {0, …, k − 1} (NaN and ±inf included)."""
+        return ~((x >= 0) & (x <= self.k - 1) & (x == np.floor(x)))
+
+    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
+        return tuple(f"count_{j}" for j in range(self.k))
+
+    def record_statistics(self, x: Any, neighbouring: str) -> Any:
+        """One-hot rows, shape (N, k) (array operations, so Dask arrays stay lazy)."""
+        return (x[:, None] == np.arange(self.k)).astype(float)
+
+    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
+        """2 under replace (one count down by 1, another up by 1), 1 under add/remove (one count ±1)."""
+        return 2.0 if neighbouring == "replace" else 1.0
+
+    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
+        """Replace: Euclidean projection onto {c ≥ 0, Σc = N}. Add/remove: clip the counts at 0."""
+        noisy = np.asarray(noisy, dtype=float)
+        if neighbouring == "replace":
+            return project_to_simplex(noisy, float(n))
+        return np.maximum(noisy, 0.0)
+
+    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
+        """N = Σ_j c_j under add/remove."""
+        if neighbouring != "add_remove":
+            return super().n_from_statistics(values, neighbouring)
+        return float(np.sum(values))
+
+    # ------------------------------------------------------------------ model side
+    def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
+        """``Σ_j c_j log p_j`` (``n`` is not needed: the counts already sum to it)."""
+        return count_loglik(values, params["p"])
+
+    @classmethod
+    def from_dist(cls, dist: Any) -> tuple["Categorical", dict[str, Any]]:
+        """``pm.Categorical.dist(p=p)`` with p of static length k → ``(Categorical(k=k), {"p": p})``.
+
+        Raises
+        ------
+        ValueError
+            For another distribution, a p of unknown length, or per-record p vectors.
+        """
+        if rv_op_name(dist) not in cls.pymc_ops:
+            raise ValueError(f"expected a Categorical distribution, got {rv_op_name(dist)!r}.")
+        (p,) = dist_params(dist)
+        k, p = probability_vector(p, "categorical")
+        return cls(k=k), {"p": p}
+
+    def conjugate_posterior(self, values: np.ndarray, n: float, *, alpha: Any = 1.0) -> dict[str, np.ndarray]:
+        """Dirichlet(alpha) prior ⇒ Dirichlet(alpha + counts) (``alpha`` a scalar or k values)."""
+        return dirichlet_posterior(values, alpha)

@@ -1,0 +1,136 @@
+"""Poisson records: counts x ∈ {0, 1, 2, …}, one rate λ (PyMC's ``mu``).
+
+The likelihood of λ depends on the records only through ``S = Σᵢ xᵢ`` and N:
+``log p(X | λ) = S log λ − N λ + const``. The support is unbounded, so the
+sensitivity is infinite unless the curator declares an upper bound U
+(``bounds={"upper": U}``, theory notes §5); records above U are clipped to U (and
+counted in a :class:`~pymc_dp.families.ClippedRecordsWarning`).
+
+A non-integer U is floored: the records are integers, so "x ≤ 50.7" and "x ≤ 50"
+admit the same records, and clipping to an integer keeps S an integer.
+
+L1 sensitivities, with every clipped record in {0, …, U}:
+
+* ``"replace"`` (N public): S alone is released; one record moves it by at most U
+  (0 ↔ U), so ΔS = U.
+* ``"add_remove"`` (N private): ``(S, N)`` is released; adding or removing a record
+  x moves S by x ≤ U and N by 1, so ΔS = U + 1.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Mapping
+
+import numpy as np
+
+from .base import Family, dist_params, rv_op_name, statistic_length
+from .binomial import single_parameter
+
+__all__ = ["Poisson"]
+
+
+class Poisson(Family):
+    """Poisson likelihood; needs ``bounds={"upper": U}``; conjugate prior Gamma(alpha, beta) (rate beta)."""
+
+    name = "poisson"
+    pymc_ops = ("poisson",)
+    bound_keys = ("upper",)
+    bounds_example = '{"upper": 50}'
+
+    # ------------------------------------------------------------------ data side
+    def check_bounds(self, bounds: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``{"upper": U}`` with U finite and ≥ 1, floored to an integer (see the module docstring).
+
+        Raises
+        ------
+        ValueError
+            If ``upper`` is missing (the message names it), not a number, not finite
+            or below 1 (a bound below 1 would clip every record to 0).
+        """
+        bounds = super().check_bounds(bounds)
+        upper = bounds["upper"]
+        if isinstance(upper, (bool, np.bool_)) or not isinstance(upper, numbers.Real):
+            raise ValueError(f"bounds['upper'] must be a number (the largest count kept), got {upper!r}.")
+        upper = float(upper)
+        if not math.isfinite(upper) or upper < 1:
+            raise ValueError(f"bounds['upper'] must be finite and ≥ 1 for the poisson family, got {upper}.")
+        return {"upper": int(math.floor(upper))}
+
+    def invalid(self, x: Any) -> Any:
+        """Records that are negative, non-integer or not finite (large counts are clipped, not invalid)."""
+        return ~(np.isfinite(x) & (x >= 0) & (x == np.floor(x)))
+
+    def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
+        """Clip records above ``upper`` to it; return them and the mask of clipped records."""
+        upper = float(bounds["upper"])
+        return np.minimum(x, upper), x > upper
+
+    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
+        return ("sum",) if neighbouring == "replace" else ("sum", "count")
+
+    def record_statistics(self, x: Any, neighbouring: str) -> Any:
+        cols = [x] if neighbouring == "replace" else [x, np.ones_like(x)]
+        return np.stack(cols, axis=1)
+
+    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
+        """U under replace (one record 0 ↔ U), U + 1 under add/remove (S by ≤ U and N by 1)."""
+        upper = float(bounds["upper"])
+        return upper if neighbouring == "replace" else upper + 1.0
+
+    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
+        """Onto {0 ≤ S ≤ N·U} (and N ≥ 0 under add/remove).
+
+        Replace: clip S to [0, N·U]. Add/remove: clip N at 0, then S to [0, N̂·U]
+        (so N̂ = 0 forces S = 0: a sum of zero records). Not the Euclidean
+        projection onto that cone, but valid and the identity on valid statistics.
+        """
+        noisy = np.asarray(noisy, dtype=float)
+        upper = float(bounds["upper"])
+        if neighbouring == "replace":
+            return np.clip(noisy, 0.0, float(n) * upper)
+        count = max(float(noisy[1]), 0.0)
+        return np.array([min(max(float(noisy[0]), 0.0), count * upper), count])
+
+    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
+        """N = the released count under add/remove."""
+        if neighbouring != "add_remove":
+            return super().n_from_statistics(values, neighbouring)
+        return float(values[1])
+
+    # ------------------------------------------------------------------ model side
+    def sum_and_count(self, values: Any, n: Any) -> tuple[Any, Any]:
+        """(S, N) from the statistics: N is ``n`` under replace, the released count under add/remove."""
+        if statistic_length(values) == 1:
+            return values[0], n
+        return values[0], values[1]
+
+    def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
+        """``S log λ − N λ`` (the ``−Σ log xᵢ!`` term does not depend on λ)."""
+        import pytensor.tensor as pt
+
+        s, count = self.sum_and_count(values, n)
+        mu = params["mu"]
+        return s * pt.log(mu) - count * mu
+
+    @classmethod
+    def from_dist(cls, dist: Any) -> tuple["Poisson", dict[str, Any]]:
+        """``pm.Poisson.dist(mu=mu)`` → ``(Poisson(), {"mu": mu})`` (bounds are given to ``privatize``).
+
+        Raises
+        ------
+        ValueError
+            For another distribution or a per-record ``mu``.
+        """
+        if rv_op_name(dist) not in cls.pymc_ops:
+            raise ValueError(f"expected a Poisson distribution, got {rv_op_name(dist)!r}.")
+        (mu,) = dist_params(dist)
+        return cls(), {"mu": single_parameter(mu, "mu", "poisson")}
+
+    def conjugate_posterior(
+        self, values: np.ndarray, n: float, *, alpha: float = 1.0, beta: float = 1.0
+    ) -> dict[str, float]:
+        """Gamma(alpha, beta) prior (shape, rate) ⇒ Gamma(alpha + S, beta + N)."""
+        s, count = self.sum_and_count(np.asarray(values, dtype=float), float(n))
+        return {"alpha": alpha + float(s), "beta": beta + float(count)}
