@@ -12,11 +12,19 @@ import pkgutil
 
 from .base import Family
 from .bernoulli import Bernoulli
+from .binomial import Binomial
+from .categorical import Categorical
+from .exponential import Exponential
+from .gamma import Gamma
+from .linear_regression import LinearRegression
+from .multinomial import Multinomial
+from .normal import Normal
+from .poisson import Poisson
 from .privatize import ClippedRecordsWarning, privatize
 from .registry import FAMILIES, family_of_dist, get_family, register
 from .statistics import PrivateStatistics
 
-_INFRASTRUCTURE = {"base", "registry", "statistics", "privatize"}
+_INFRASTRUCTURE = {"base", "registry", "statistics", "privatize"}  # modules that define no family
 
 
 def _discover() -> None:
@@ -33,9 +41,17 @@ _discover()
 
 __all__ = [
     "Bernoulli",
+    "Binomial",
+    "Categorical",
     "ClippedRecordsWarning",
+    "Exponential",
     "FAMILIES",
     "Family",
+    "Gamma",
+    "LinearRegression",
+    "Multinomial",
+    "Normal",
+    "Poisson",
     "PrivateStatistics",
     "family_of_dist",
     "get_family",

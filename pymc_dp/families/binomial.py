@@ -16,71 +16,14 @@ Statistics and L1 sensitivities:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Mapping
 
 import numpy as np
 
 from .base import Family, dist_params, rv_op_name, statistic_length
+from ._params import check_count, constant_count, scalar_param
 
 __all__ = ["Binomial"]
-
-
-def check_count(value: Any, what: str, *, minimum: int = 1) -> int:
-    """``value`` as a Python int ≥ ``minimum`` (integral floats accepted), else a ValueError naming ``what``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
-    if not np.isfinite(float(value)) or float(value) != int(value) or int(value) < minimum:
-        raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
-    return int(value)
-
-
-def single_parameter(param: Any, what: str, family: str) -> Any:
-    """A distribution parameter as a PyTensor scalar, or a ValueError if it varies per record.
-
-    A parameter of static shape ``()`` or all-ones (e.g. ``(1,)``, what PyMC makes of
-    a scalar parameter when ``shape=`` is given) is one value shared by all records.
-    Anything else (a vector of per-record values, or an unknown static shape) is
-    refused: the records would then not enter the likelihood through one summed
-    exponential-family statistic.
-    """
-    import pytensor.tensor as pt
-    from pytensor.tensor.type import discrete_dtypes
-
-    param = pt.as_tensor_variable(param)
-    shape = tuple(param.type.shape)
-    if any(dim != 1 for dim in shape):
-        raise ValueError(
-            f"the {family} parameter {what!r} has static shape {shape}: it must be one value shared by all "
-            "records (per-record parameters are not a single exponential-family statistic; the Laplace route "
-            "needs one summed statistic for the whole data set)."
-        )
-    if shape:
-        param = param.reshape(())
-    if param.dtype in discrete_dtypes:
-        param = pt.cast(param, "float64")
-    return param
-
-
-def constant_count(param: Any, what: str, family: str) -> int:
-    """The value of a constant, scalar integer distribution parameter (e.g. a number of trials)."""
-    import pytensor.tensor as pt
-    from pytensor.tensor.exceptions import NotScalarConstantError
-
-    param = pt.as_tensor_variable(param)
-    if any(dim != 1 for dim in param.type.shape):
-        raise ValueError(
-            f"the {family} parameter {what!r} has static shape {tuple(param.type.shape)}: it must be one constant "
-            "shared by all records (per-record trial counts are not supported yet)."
-        )
-    try:
-        value = pt.get_underlying_scalar_constant_value(param)
-    except NotScalarConstantError:
-        raise ValueError(
-            f"the {family} parameter {what!r} must be a constant (the sensitivity depends on it), got the "
-            f"variable {param!r}."
-        ) from None
-    return check_count(np.asarray(value).item(), f"the {family} parameter {what!r}")
 
 
 class Binomial(Family):
@@ -174,7 +117,7 @@ class Binomial(Family):
             raise ValueError(f"expected a Binomial distribution, got {rv_op_name(dist)!r}.")
         n, p = dist_params(dist)
         n_trials = constant_count(n, "n", "binomial")
-        return cls(n_trials=n_trials), {"p": single_parameter(p, "p", "binomial")}
+        return cls(n_trials=n_trials), {"p": scalar_param(p, "p", "binomial")}
 
     def conjugate_posterior(
         self, values: np.ndarray, n: float, *, alpha: float = 1.0, beta: float = 1.0

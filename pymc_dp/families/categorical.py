@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .base import Family, dist_params, project_to_simplex, rv_op_name
-from .binomial import check_count
+from ._params import check_count
 
 __all__ = ["Categorical"]
 

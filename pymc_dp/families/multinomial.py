@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .base import Family, dist_params, project_to_simplex, rv_op_name
-from .binomial import check_count, constant_count
+from ._params import check_count, constant_count
 from .categorical import count_loglik, dirichlet_posterior, probability_vector
 
 __all__ = ["Multinomial"]

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .base import Family, dist_params, rv_op_name, statistic_length
-from .binomial import single_parameter
+from ._params import scalar_param
 
 __all__ = ["Poisson"]
 
@@ -126,7 +126,7 @@ class Poisson(Family):
         if rv_op_name(dist) not in cls.pymc_ops:
             raise ValueError(f"expected a Poisson distribution, got {rv_op_name(dist)!r}.")
         (mu,) = dist_params(dist)
-        return cls(), {"mu": single_parameter(mu, "mu", "poisson")}
+        return cls(), {"mu": scalar_param(mu, "mu", "poisson")}
 
     def conjugate_posterior(
         self, values: np.ndarray, n: float, *, alpha: float = 1.0, beta: float = 1.0

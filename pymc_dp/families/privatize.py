@@ -145,7 +145,8 @@ def prepare_statistics(
     neighbouring = check_neighbouring(neighbouring)
     fam = get_family(family, **family_args)
     checked_bounds = fam.check_bounds(bounds)
-    x = fam.records(as_array(data, "data"))
+    # a tuple is a family's own multi-part record format, e.g. (X, y) for linear regression
+    x = fam.records(data if isinstance(data, tuple) else as_array(data, "data"))
     n = n_records(x)
     if n == 0:
         raise ValueError(f"{name}: data has no records.")

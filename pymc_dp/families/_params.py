@@ -1,0 +1,134 @@
+"""Reading and checking distribution parameters and family arguments (shared by the families)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ..accounting.validation import check_neighbouring
+from .base import Family, rv_op_name
+
+__all__ = [
+    "check_count",
+    "constant_count",
+    "positive_float",
+    "scalar_param",
+    "constant_value",
+    "rate_from_scale",
+    "require_op",
+    "clip_interval",
+    "relation",
+]
+
+
+def check_count(value: Any, what: str, *, minimum: int = 1) -> int:
+    """``value`` as a Python int ≥ ``minimum`` (integral floats accepted), else a ValueError naming ``what``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
+    if not np.isfinite(float(value)) or float(value) != int(value) or int(value) < minimum:
+        raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
+    return int(value)
+
+
+def constant_count(param: Any, what: str, family: str) -> int:
+    """The value of a constant, scalar integer distribution parameter (e.g. a number of trials)."""
+    import pytensor.tensor as pt
+    from pytensor.tensor.exceptions import NotScalarConstantError
+
+    param = pt.as_tensor_variable(param)
+    if any(dim != 1 for dim in param.type.shape):
+        raise ValueError(
+            f"the {family} parameter {what!r} has static shape {tuple(param.type.shape)}: it must be one constant "
+            "shared by all records (per-record trial counts are not supported yet)."
+        )
+    try:
+        value = pt.get_underlying_scalar_constant_value(param)
+    except NotScalarConstantError:
+        raise ValueError(
+            f"the {family} parameter {what!r} must be a constant (the sensitivity depends on it), got the "
+            f"variable {param!r}."
+        ) from None
+    return check_count(np.asarray(value).item(), f"the {family} parameter {what!r}")
+
+
+def positive_float(value: Any, what: str, family: str) -> float:
+    """``value`` as a finite float > 0, or a ValueError naming it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.ndarray)):
+        raise ValueError(f"family {family!r}: {what} must be a positive number, got {value!r}.")
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"family {family!r}: {what} must be a positive number, got {value!r}.") from None
+    if not (math.isfinite(out) and out > 0):
+        raise ValueError(f"family {family!r}: {what} must be finite and > 0, got {out}.")
+    return out
+
+
+def scalar_param(param: Any, what: str, family: str, hint: str = "") -> Any:
+    """A distribution parameter as a PyTensor scalar, or a ValueError if it varies by record.
+
+    A static shape of ``()`` or all ones (e.g. ``(1,)``) is one value shared by all
+    records; anything else (a vector of per-record values, or an unknown static
+    shape) is refused.
+    """
+    import pytensor.tensor as pt
+    from pytensor.tensor.type import discrete_dtypes
+
+    param = pt.as_tensor_variable(param)
+    shape = tuple(param.type.shape)
+    if any(dim != 1 for dim in shape):
+        raise ValueError(
+            f"the {family} parameter {what!r} has static shape {shape}: it must be one value shared by all records "
+            "(per-record parameters are not one exponential-family statistic: the Laplace route needs one summed "
+            "statistic for the whole data set)." + hint
+        )
+    if shape:
+        param = param.reshape(())
+    if param.dtype in discrete_dtypes:
+        param = pt.cast(param, "float64")
+    return param
+
+
+def constant_value(param: Any) -> float | None:
+    """The value of a parameter whose graph depends on constants only, else None."""
+    try:
+        from pytensor.graph.traversal import graph_inputs
+    except ImportError:  # pragma: no cover - older PyTensor
+        from pytensor.graph.basic import graph_inputs
+    from pytensor.graph.basic import Constant
+
+    if all(isinstance(v, Constant) for v in graph_inputs([param])):
+        return float(np.asarray(param.eval()))
+    return None
+
+
+def rate_from_scale(scale: Any) -> Any:
+    """``1 / scale`` — PyMC stores Exponential and Gamma by scale; unwrap ``reciprocal(rate)`` if present."""
+    import pytensor.scalar as ps
+    import pytensor.tensor as pt
+    from pytensor.tensor.elemwise import Elemwise
+
+    owner = getattr(scale, "owner", None)
+    if owner is not None and isinstance(owner.op, Elemwise) and isinstance(owner.op.scalar_op, ps.Reciprocal):
+        return owner.inputs[0]
+    return pt.reciprocal(scale)
+
+
+def require_op(cls: type[Family], dist: Any, label: str) -> None:
+    """ValueError unless ``dist`` was made by one of ``cls.pymc_ops``."""
+    op = rv_op_name(dist)
+    if op not in cls.pymc_ops:
+        raise ValueError(f"expected a {label} distribution for the {cls.name} family, got {op!r}.")
+
+
+def clip_interval(x: Any, lo: float, hi: float) -> tuple[Any, Any]:
+    """Records clipped into [lo, hi] and the mask of those that were outside (NumPy or Dask)."""
+    return np.clip(x, lo, hi), (x < lo) | (x > hi)
+
+
+def relation(neighbouring: str) -> str:
+    """The neighbouring relation, checked."""
+    return check_neighbouring(neighbouring)

@@ -1,0 +1,139 @@
+"""Gamma records with a known shape α: x > 0, one unknown rate β.
+
+``log p(X | β) = N α log β − β Σx + (α − 1) Σ log x − N log Γ(α)``. With α known the
+``Σ log x`` term is part of the base measure (it does not involve β), so the records
+enter the likelihood of β only through ``S = Σx`` and N. The support (0, ∞) is
+unbounded above: the curator declares ``bounds={"x": (lo, hi)}`` with
+``0 < lo < hi``; records outside are clipped to it (and counted in a
+:class:`~pymc_dp.families.ClippedRecordsWarning`). Records ≤ 0, NaN or infinite lie
+outside the support and are an error.
+
+L1 sensitivities, for x, x′ ∈ [lo, hi] (as for the exponential family):
+
+* ``"replace"`` (N public): ``Σx`` moves by ``|x − x′| ≤ hi − lo``: **Δ = hi − lo**.
+* ``"add_remove"`` (N private): ``(Σx, N)`` moves by ``x + 1 ≤ hi + 1``:
+  **Δ = hi + 1**.
+
+PyMC 5 stores ``pm.Gamma.dist(alpha, beta)`` as (alpha, scale = 1/beta);
+:meth:`Gamma.from_dist` converts back to the rate and requires alpha to be a constant.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from .base import Family, dist_params, statistic_length
+from ._params import clip_interval, constant_value, positive_float, rate_from_scale, relation, require_op, scalar_param
+from .exponential import positive_support_bounds, project_sum
+
+__all__ = ["Gamma"]
+
+
+class Gamma(Family):
+    """Gamma likelihood with known shape α (``shape=α``) and unknown rate β; conjugate prior Gamma.
+
+    Parameters
+    ----------
+    shape
+        The known shape α > 0 (required).
+    """
+
+    name = "gamma"
+    pymc_ops = ("gamma",)
+    bound_keys = ("x",)
+    bounds_example = "{'x': (0.01, 20.0)}"
+
+    def __init__(self, shape: float | None = None, **family_args: Any) -> None:
+        if family_args:
+            raise ValueError(f"family 'gamma' takes only shape=α (the known shape), got {sorted(family_args)}.")
+        if shape is None:
+            raise ValueError(
+                "family 'gamma' needs its known shape: pass shape=α (e.g. shape=2.0). Only the rate is inferred "
+                "from Σx; with an unknown shape Σ log x would be needed as well."
+            )
+        self.shape: float = positive_float(shape, "shape", self.name)
+
+    def family_args(self) -> dict[str, Any]:
+        return {"shape": self.shape}
+
+    # ------------------------------------------------------------------ data side
+    def check_bounds(self, bounds: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``{"x": (lo, hi)}`` with 0 < lo < hi finite; a missing or bad bound is a ValueError naming it."""
+        checked = super().check_bounds(bounds)
+        positive_support_bounds(checked, self.name, strict=True)
+        return checked
+
+    def invalid(self, x: Any) -> Any:
+        """Records ≤ 0 or not finite (outside the support: an error, not clipped)."""
+        return ~(np.isfinite(x) & (x > 0))
+
+    def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
+        lo, hi = positive_support_bounds(bounds, self.name, strict=True)
+        return clip_interval(x, lo, hi)
+
+    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
+        return ("sum",) if relation(neighbouring) == "replace" else ("sum", "n")
+
+    def record_statistics(self, x: Any, neighbouring: str) -> Any:
+        cols = [x] if relation(neighbouring) == "replace" else [x, np.ones_like(x)]
+        return np.stack(cols, axis=1)
+
+    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
+        """hi − lo under replace; hi + 1 under add/remove (see the module docstring)."""
+        lo, hi = positive_support_bounds(bounds, self.name, strict=True)
+        return hi - lo if relation(neighbouring) == "replace" else hi + 1.0
+
+    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
+        """N̂ = ``n`` (replace) or max(released N, 1) (add/remove); Σx clipped to [N̂·lo, N̂·hi]."""
+        lo, hi = positive_support_bounds(bounds, self.name, strict=True)
+        return project_sum(noisy, n, lo, hi, neighbouring)
+
+    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
+        """N̂ = the released count under add/remove."""
+        if relation(neighbouring) != "add_remove":
+            return super().n_from_statistics(values, neighbouring)
+        return float(values[1])
+
+    # ------------------------------------------------------------------ model side
+    def sum_and_count(self, values: Any, n: Any) -> tuple[Any, Any]:
+        """(Σx, N): N is ``n`` under replace, the released count under add/remove."""
+        return (values[0], n) if statistic_length(values) == 1 else (values[0], values[1])
+
+    def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
+        """``N α log β − β Σx`` with ``params = {"beta": β}`` (the rate; α is the family's shape)."""
+        import pytensor.tensor as pt
+
+        s, count = self.sum_and_count(values, n)
+        beta = params["beta"]
+        return pt.as_tensor_variable(count * self.shape * pt.log(beta) - beta * s)
+
+    @classmethod
+    def from_dist(cls, dist: Any) -> tuple["Gamma", dict[str, Any]]:
+        """``pm.Gamma.dist(alpha=α, beta=β)`` → ``(Gamma(shape=α), {"beta": β})``, β the rate.
+
+        Raises
+        ------
+        ValueError
+            For another distribution, a non-constant alpha (the shape must be known),
+            or a per-record alpha or rate.
+        """
+        require_op(cls, dist, "Gamma")
+        alpha, scale = dist_params(dist)
+        alpha = scalar_param(alpha, "alpha", cls.name)
+        value = constant_value(alpha)
+        if value is None:
+            raise ValueError(
+                "the gamma family needs a known shape: alpha must be a constant (e.g. pm.Gamma.dist(alpha=2.0, "
+                "beta=beta)); with an unknown shape the likelihood also depends on Σ log x, which this family "
+                "does not release."
+            )
+        return cls(shape=value), {"beta": scalar_param(rate_from_scale(scale), "beta", cls.name)}
+
+    def conjugate_posterior(
+        self, values: np.ndarray, n: float, *, alpha: float = 1.0, beta: float = 1.0
+    ) -> dict[str, float]:
+        """Gamma(alpha, beta) prior on the rate β (shape, rate) ⇒ Gamma(alpha + N·α_known, beta + Σx)."""
+        s, count = self.sum_and_count(np.asarray(values, dtype=float), float(n))
+        return {"alpha": alpha + float(count) * self.shape, "beta": beta + float(s)}

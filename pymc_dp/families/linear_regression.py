@@ -1,0 +1,360 @@
+"""Bayesian linear regression: records (x, y), x ∈ ℝᵈ, y ∈ ℝ, y | x ~ Normal(xᵀβ, σ²).
+
+``log p(y | X, β, σ) = −(yᵀy − 2βᵀXᵀy + βᵀXᵀXβ) / (2σ²) − N log σ + const``: the
+records enter only through ``XᵀX`` (its upper triangle, d(d+1)/2 values), ``Xᵀy``
+(d values), ``yᵀy`` and N. Together these are the upper triangle of the augmented
+scatter matrix ``ZᵀZ``, z = (x₁, …, x_d, y), so each released coordinate is a sum of
+one product ``z_a z_b`` over the records.
+
+**Records.** One row per record, ``[x₁, …, x_d, y]``: a 2-D array (NumPy, pandas,
+Dask) whose *last column is y*, with ``n_features = d`` given as a family argument
+(required). :meth:`LinearRegression.stack` builds it from separate ``X`` and ``y``
+(NumPy, pandas or Dask; ``pmdp.privatize(LinearRegression.stack(X, y),
+"linear_regression", n_features=d, ...)``). :meth:`~LinearRegression.records` also
+reads a ``(X, y)`` tuple, but ``privatize`` converts its data to one array before it
+reaches the family, so pass the stacked array to ``privatize``.
+
+**Bounds.** ``bounds={"x": (lo, hi), "y": (lo_y, hi_y)}``: the x bounds are scalars
+(the same for every feature) or arrays of length d (per feature); ``lo = hi`` is
+allowed for a constant column (e.g. an intercept column of ones: its products then
+contribute no sensitivity). Records outside the box are clipped to it (and counted
+in a :class:`~pymc_dp.families.ClippedRecordsWarning`); NaN/±inf records are an error.
+
+**Sensitivity** (L1), with ``z_a ∈ [l_a, h_a]`` and ``M_a = max(|l_a|, |h_a|)``:
+
+* ``"replace"``: ``‖s(z) − s(z′)‖₁ = Σ_{a≤b} |z_a z_b − z′_a z′_b|`` is bounded by the
+  sum over the released coordinates of the *range* of ``z_a z_b`` over the box:
+  **Δ = Σ_{i≤j≤d} R(x_i x_j) + Σ_i R(x_i y) + R(y²)**, where for a ≠ b
+  ``R(z_a z_b) = max − min of {l_a l_b, l_a h_b, h_a l_b, h_a h_b}`` and
+  ``R(z_a²) = max(l_a², h_a²) − (0 if l_a ≤ 0 ≤ h_a else min(l_a², h_a²))``.
+  It is attained (it is the exact maximum) when no interval has ``l_a < 0 < h_a``:
+  then z = all endpoints nearest 0 and z′ = all farthest give every coordinate its
+  full range at once. When some interval contains 0 in its interior it is a valid
+  upper bound but not attained (for d = 2 on [−1, 1]³ a grid search finds 6 against
+  the bound 9); the exact maximum of this indefinite quadratic over a box has no
+  closed form in general.
+* ``"add_remove"``: ``‖s(z)‖₁ = Σ_{a≤b} |z_a z_b| + 1`` is largest at ``|z_a| = M_a``:
+  **Δ = Σ_{i≤j} M_i M_j + M_y Σ_i M_i + M_y² + 1** (exact).
+
+**Projection** (:meth:`~LinearRegression.project`): XᵀX onto the PSD cone
+(:func:`~pymc_dp.families.base.project_to_psd`); Xᵀy unchanged except that a
+component outside the range of the projected XᵀX (possible only when that is
+singular) is removed; ``yᵀy ≥ max(0, Xᵀyᵀ (XᵀX)⁺ Xᵀy)`` so that the residual sum of
+squares ``min_β (yᵀy − 2βᵀXᵀy + βᵀXᵀXβ)`` is ≥ 0. Together: the augmented matrix
+``ZᵀZ`` is PSD, as the scatter matrix of real data is. N̂ = max(N, 1) under
+add/remove. Eigenvalues of XᵀX below ``max(d·10⁻⁹·λ_max, 10⁻¹²·N̂·Σ M_i²)`` count
+as zero (rounding; the second term, relative to the largest XᵀX the box allows,
+keeps (XᵀX)⁺ finite), so valid statistics whose XᵀX has a condition number beyond
+~10⁹ are not kept exactly.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Mapping
+
+import numpy as np
+
+from ._arrays import as_array
+from .base import Family, check_bound_pair, project_to_psd, statistic_length
+from ._params import relation
+
+__all__ = ["LinearRegression"]
+
+
+def _range_of_product(la: float, ha: float, lb: float, hb: float) -> float:
+    corners = (la * lb, la * hb, ha * lb, ha * hb)
+    return max(corners) - min(corners)
+
+
+def _range_of_square(lo: float, hi: float) -> float:
+    top = max(lo * lo, hi * hi)
+    bottom = 0.0 if lo <= 0.0 <= hi else min(lo * lo, hi * hi)
+    return top - bottom
+
+
+class LinearRegression(Family):
+    """Linear regression y = Xβ + Normal(0, σ²) noise, from privatised XᵀX, Xᵀy, yᵀy.
+
+    Used through ``pmdp.observe_stats(name, {"beta": beta, "sigma": sigma}, stats)``
+    (no single PyMC distribution stands for it). Conjugate priors
+    (:meth:`conjugate_posterior`): Normal on β with σ known, or
+    Normal-Inverse-Gamma on (β, σ²).
+
+    Parameters
+    ----------
+    n_features
+        d, the number of columns of X (required; include an intercept column of ones
+        yourself if you want one).
+    """
+
+    name = "linear_regression"
+    pymc_ops = ()
+    bound_keys = ("x", "y")
+    bounds_example = "{'x': (-1.0, 1.0), 'y': (-5.0, 5.0)}"
+
+    def __init__(self, n_features: int | None = None, **family_args: Any) -> None:
+        if family_args:
+            raise ValueError(f"family 'linear_regression' takes only n_features=d, got {sorted(family_args)}.")
+        if n_features is None:
+            raise ValueError(
+                "family 'linear_regression' needs n_features=d, the number of columns of X (the records are "
+                "rows [x_1, ..., x_d, y])."
+            )
+        if isinstance(n_features, (bool, np.bool_)) or not isinstance(n_features, numbers.Integral) or n_features < 1:
+            raise ValueError(f"n_features must be an integer ≥ 1, got {n_features!r}.")
+        self.n_features: int = int(n_features)
+        d = self.n_features
+        # Coordinates of the statistic, as pairs (a, b) of columns of z = (x_1..x_d, y):
+        # the upper triangle of XᵀX (row-major, as np.triu_indices), then Xᵀy, then yᵀy.
+        self._pairs: list[tuple[int, int]] = (
+            [(i, j) for i in range(d) for j in range(i, d)] + [(i, d) for i in range(d)] + [(d, d)]
+        )
+
+    def family_args(self) -> dict[str, Any]:
+        return {"n_features": self.n_features}
+
+    @property
+    def n_xtx(self) -> int:
+        """Number of released coordinates of XᵀX: d(d+1)/2."""
+        return self.n_features * (self.n_features + 1) // 2
+
+    # ------------------------------------------------------------------ data side
+    @staticmethod
+    def stack(X: Any, y: Any) -> Any:
+        """One 2-D record array ``[X | y]`` from X (N×d or length-N for d = 1) and y (length N).
+
+        NumPy, pandas and Dask inputs work (Dask stays lazy).
+        """
+        X, y = as_array(X, "X"), as_array(y, "y")
+        if X.ndim == 1:
+            X = X[:, None]
+        if X.ndim != 2 or y.ndim != 1:
+            raise ValueError(f"X must be 2-D (N × d) and y 1-D, got shapes {X.shape} and {y.shape}.")
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"X and y must have the same number of records, got {X.shape[0]} and {y.shape[0]}.")
+        return np.concatenate([X, y[:, None]], axis=1)
+
+    def records(self, x: Any) -> Any:
+        """Records as one 2-D array ``[X | y]`` (N × (d+1)): from such an array, or from a ``(X, y)`` tuple."""
+        if isinstance(x, tuple):
+            if len(x) != 2:
+                raise ValueError(f"a tuple of records must be (X, y), got {len(x)} items.")
+            x = self.stack(*x)
+        d = self.n_features
+        if x.ndim != 2 or x.shape[1] != d + 1:
+            raise ValueError(
+                f"family 'linear_regression' with n_features={d} expects records as a 2-D array with {d + 1} "
+                f"columns [x_1, ..., x_{d}, y] (the last column is y), got shape {x.shape}. "
+                "Build it with LinearRegression.stack(X, y)."
+            )
+        return x
+
+    def box(self, bounds: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of z = (x_1, ..., x_d, y), each of length d + 1.
+
+        Raises
+        ------
+        ValueError
+            If ``bounds["x"]`` is not a ``(lo, hi)`` pair of scalars or length-d arrays
+            of finite numbers with lo ≤ hi, or ``bounds["y"]`` is not a finite pair
+            with lo < hi.
+        """
+        d = self.n_features
+        pair = bounds["x"]
+        try:
+            lo_x, hi_x = pair
+            lo_x = np.broadcast_to(np.asarray(lo_x, dtype=float), (d,)).copy()
+            hi_x = np.broadcast_to(np.asarray(hi_x, dtype=float), (d,)).copy()
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"bounds['x'] must be a (lower, upper) pair of numbers or of length-{d} arrays (one per feature), "
+                f"got {pair!r}."
+            ) from None
+        if not (np.all(np.isfinite(lo_x)) and np.all(np.isfinite(hi_x))) or np.any(lo_x > hi_x):
+            raise ValueError(f"bounds['x'] must be finite with lower ≤ upper for every feature, got {pair!r}.")
+        lo_y, hi_y = check_bound_pair(bounds, "y")
+        return np.append(lo_x, lo_y), np.append(hi_x, hi_y)
+
+    def check_bounds(self, bounds: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``{"x": (lo, hi), "y": (lo, hi)}`` (see the module docstring); a missing or bad bound is a ValueError."""
+        checked = super().check_bounds(bounds)
+        self.box(checked)
+        return checked
+
+    def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
+        lo, hi = self.box(bounds)
+        return np.clip(x, lo, hi), ((x < lo) | (x > hi)).any(axis=1)
+
+    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
+        d = self.n_features
+        names = [f"xtx[{a},{b}]" if b < d else (f"xty[{a}]" if a < d else "yty") for a, b in self._pairs]
+        return tuple(names) + (("n",) if relation(neighbouring) == "add_remove" else ())
+
+    def record_statistics(self, x: Any, neighbouring: str) -> Any:
+        cols = [x[:, a] * x[:, b] for a, b in self._pairs]
+        if relation(neighbouring) == "add_remove":
+            cols.append(np.ones_like(x[:, 0]))
+        return np.stack(cols, axis=1)
+
+    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
+        """Sum of the ranges of the released products (replace), or of their largest magnitudes + 1 (add/remove).
+
+        See the module docstring for the derivation and when the replace bound is exact.
+        """
+        lo, hi = self.box(bounds)
+        if relation(neighbouring) == "replace":
+            return float(
+                sum(
+                    _range_of_square(lo[a], hi[a]) if a == b else _range_of_product(lo[a], hi[a], lo[b], hi[b])
+                    for a, b in self._pairs
+                )
+            )
+        big = np.maximum(np.abs(lo), np.abs(hi))
+        return float(sum(big[a] * big[b] for a, b in self._pairs) + 1.0)
+
+    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
+        """XᵀX onto the PSD cone, Xᵀy into its range, yᵀy ≥ Xᵀyᵀ(XᵀX)⁺Xᵀy ≥ 0; N̂ ≥ 1.
+
+        Always valid (the augmented scatter matrix is PSD up to rounding); the
+        identity on valid statistics up to rounding.
+        """
+        out = np.array(noisy, dtype=float, copy=True).ravel()
+        if relation(neighbouring) == "add_remove":
+            out[-1] = max(out[-1], 1.0)
+            count = out[-1]
+        else:
+            count = float(n)  # type: ignore[arg-type]
+        lo, hi = self.box(bounds)
+        big_x = np.maximum(np.abs(lo), np.abs(hi))[:-1]
+        xtx, xty, yty = self.unpack(out)
+        xtx = project_to_psd(xtx)
+        w, v = np.linalg.eigh(xtx)
+        # Eigenvalues this small are zero up to rounding: relative to the largest one
+        # (the projection is accurate to ~1e-16 of it) and to the largest XᵀX of N̂
+        # records in the box (N̂ Σ M_i²), which also keeps (XᵀX)⁺ finite.
+        tol = max(self.n_features * 1e-9 * float(w.max(initial=0.0)), 1e-12 * count * float(big_x @ big_x))
+        keep = w > tol
+        if not keep.all():  # XᵀX of lower rank: drop Xᵀy's part that no β can explain
+            w = np.where(keep, w, 0.0)
+            xtx = (v * w) @ v.T
+            xty = v[:, keep] @ (v[:, keep].T @ xty)
+        coef = v[:, keep].T @ xty
+        floor = float(np.sum(coef * coef / w[keep])) if keep.any() else 0.0
+        yty = max(float(yty), floor, 0.0)
+        d, m = self.n_features, self.n_xtx
+        iu = np.triu_indices(d)
+        out[:m] = xtx[iu]
+        out[m : m + d] = xty
+        out[m + d] = yty
+        return out
+
+    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
+        """N̂ = the released count (the last coordinate) under add/remove."""
+        if relation(neighbouring) != "add_remove":
+            return super().n_from_statistics(values, neighbouring)
+        return float(values[-1])
+
+    def unpack(self, values: Any) -> tuple[Any, Any, Any]:
+        """``(XᵀX, Xᵀy, yᵀy)`` from a statistics vector: a symmetric d×d matrix, a length-d vector, a scalar.
+
+        Works on NumPy arrays and on PyTensor vectors (giving PyTensor expressions).
+        A trailing N (add/remove) is ignored.
+        """
+        d, m = self.n_features, self.n_xtx
+        iu = np.triu_indices(d)
+        if isinstance(values, (np.ndarray, list, tuple)):
+            values = np.asarray(values, dtype=float)
+            upper = np.zeros((d, d))
+            upper[iu] = values[:m]
+            xtx = upper + upper.T - np.diag(np.diag(upper))
+            return xtx, values[m : m + d].copy(), float(values[m + d])
+        import pytensor.tensor as pt
+
+        values = pt.as_tensor_variable(values)
+        upper = pt.set_subtensor(pt.zeros((d, d))[iu], values[:m])
+        xtx = upper + upper.T - pt.diag(pt.diag(upper))
+        return xtx, values[m : m + d], values[m + d]
+
+    # ------------------------------------------------------------------ model side
+    def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
+        """``−(yᵀy − 2βᵀXᵀy + βᵀXᵀXβ) / (2σ²) − N log σ``, ``params = {"beta": β, "sigma": σ}``.
+
+        β is a length-d vector (a scalar when d = 1); σ a scalar (a model variable or
+        a known constant).
+        """
+        import pytensor.tensor as pt
+
+        d, m = self.n_features, self.n_xtx
+        k = statistic_length(values)
+        base = m + d + 1
+        if k not in (base, base + 1):
+            raise ValueError(f"{self!r} expects {base} or {base + 1} statistics, got {k}.")
+        values = pt.as_tensor_variable(values)
+        count = values[base] if k == base + 1 else n
+        beta = pt.as_tensor_variable(params["beta"])
+        if beta.ndim == 0 and d == 1:
+            beta = beta.reshape((1,))
+        if beta.ndim != 1 or beta.type.shape[0] not in (None, d):
+            raise ValueError(
+                f"params['beta'] must be a vector of length n_features={d} (one coefficient per column of X), "
+                f"got static shape {beta.type.shape}."
+            )
+        sigma = params["sigma"]
+        iu0, iu1 = np.triu_indices(d)
+        weights = np.where(iu0 == iu1, 1.0, 2.0)
+        quad = pt.sum(weights * values[:m] * beta[iu0] * beta[iu1])
+        cross = pt.dot(values[m : m + d], beta)
+        yty = values[m + d]
+        return -(yty - 2.0 * cross + quad) / (2.0 * sigma * sigma) - count * pt.log(sigma)
+
+    @classmethod
+    def from_dist(cls, dist: Any) -> tuple["LinearRegression", dict[str, Any]]:
+        """Always a ValueError: no single PyMC distribution stands for this family."""
+        raise ValueError(
+            "the linear_regression family stands for no single PyMC distribution: use "
+            "pmdp.observe_stats(name, {'beta': beta, 'sigma': sigma}, stats) with the statistics from "
+            "pmdp.privatize(records, 'linear_regression', n_features=d, bounds=...)."
+        )
+
+    def conjugate_posterior(
+        self,
+        values: np.ndarray,
+        n: float,
+        *,
+        mu0: Any = 0.0,
+        precision0: Any = 1.0,
+        sigma: float | None = None,
+        alpha0: float = 1.0,
+        beta0: float = 1.0,
+    ) -> dict[str, Any]:
+        """Conjugate update from the statistics.
+
+        Known σ (``sigma=σ``): prior β ~ Normal(mu0, Λ0⁻¹), Λ0 = ``precision0`` (a
+        scalar times the identity, or a d×d matrix) ⇒ β ~ Normal(``mean``, ``cov``)
+        with ``Λ = Λ0 + XᵀX/σ²`` and ``mean = Λ⁻¹(Λ0 mu0 + Xᵀy/σ²)``.
+        Returns ``{"mean", "cov"}``.
+
+        Unknown σ (``sigma=None``): Normal-Inverse-Gamma prior ``σ² ~ InvGamma(alpha0,
+        beta0)`` (shape, scale), ``β | σ² ~ Normal(mu0, σ² Λ0⁻¹)`` ⇒ the same form with
+        ``Λ = Λ0 + XᵀX``, ``mean = Λ⁻¹(Λ0 mu0 + Xᵀy)``, ``alpha = alpha0 + N/2``,
+        ``beta = beta0 + (yᵀy + mu0ᵀΛ0 mu0 − meanᵀΛ mean)/2``.
+        Returns ``{"mean", "precision", "alpha", "beta"}``.
+        """
+        d = self.n_features
+        xtx, xty, yty = self.unpack(np.asarray(values, dtype=float))
+        mu0 = np.broadcast_to(np.asarray(mu0, dtype=float), (d,))
+        prec0 = np.asarray(precision0, dtype=float)
+        prec0 = prec0 * np.eye(d) if prec0.ndim == 0 else prec0
+        if sigma is not None:
+            prec = prec0 + xtx / sigma**2
+            cov = np.linalg.inv(prec)
+            return {"mean": cov @ (prec0 @ mu0 + xty / sigma**2), "cov": cov}
+        prec = prec0 + xtx
+        mean = np.linalg.solve(prec, prec0 @ mu0 + xty)
+        return {
+            "mean": mean,
+            "precision": prec,
+            "alpha": alpha0 + float(n) / 2.0,
+            "beta": beta0 + 0.5 * (yty + float(mu0 @ prec0 @ mu0) - float(mean @ prec @ mean)),
+        }

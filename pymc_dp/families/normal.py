@@ -1,0 +1,258 @@
+"""Normal records: x ∈ ℝ, mean μ, with σ known (a family argument) or unknown.
+
+``log p(X | μ, σ) = −(Σx² − 2μ Σx + N μ²) / (2σ²) − N log σ + const``, so the records
+enter only through ``S = (Σx, Σx²)`` and N. The support is unbounded: the curator
+declares ``bounds={"x": (lo, hi)}``; records outside are clipped to the box (and
+counted in a :class:`~pymc_dp.families.ClippedRecordsWarning`); NaN/±inf records are
+an error.
+
+Statistics and their L1 sensitivities, for x, x′ ∈ [lo, hi] and ``M = max(|lo|, |hi|)``:
+
+* **σ known**, ``"replace"``: only ``Σx`` matters for μ. Replacing x by x′ moves it
+  by ``|x − x′| ≤ hi − lo`` (attained at x = lo, x′ = hi): **Δ = hi − lo**.
+* **σ known**, ``"add_remove"``: ``(Σx, N)``; adding/removing x moves them by
+  ``|x| + 1``: **Δ = M + 1**.
+* **σ unknown**, ``"replace"``: ``(Σx, Σx²)``; replacing x by x′ moves them by
+  ``f(x, x′) = |x − x′| + |x² − x′²| = |x − x′| (1 + |x + x′|)``. The exact maximum
+  over the box is used (see :func:`moment_pair_sensitivity`): with ``L = hi − lo``
+  and ``g_h(u) = u (1 + |2h − u|)``, **Δ = max over h ∈ {hi, −lo} and
+  u ∈ {L, clip(2h, 0, L), clip(h + ½, 0, L)} of g_h(u)**. It never exceeds the sum
+  of the two coordinate ranges ``(hi − lo) + (max(lo², hi²) − m₂)`` with
+  ``m₂ = 0 if lo ≤ 0 ≤ hi else min(lo², hi²)``, and equals it unless lo < 0 < hi
+  (then x = the endpoint nearer 0 and x′ = the farther one maximise both coordinates
+  at once); when lo < 0 < hi the two ranges cannot be attained by the same pair
+  (on [−1, 1]: 2.25, attained at x = −1, x′ = ½, instead of 2 + 1 = 3).
+* **σ unknown**, ``"add_remove"``: ``(Σx, Σx², N)``; ``|x| + x² + 1`` is largest at
+  |x| = M: **Δ = M + M² + 1**.
+
+Projection: N̂ = max(N, 1) when N is private; ``Σx`` into ``[N̂·lo, N̂·hi]``; ``Σx²``
+into ``[(Σx)²/N̂, (lo + hi)·Σx − N̂·lo·hi]`` — exactly the second moments of data
+in the box with that first moment (Jensen below; ``(x − lo)(hi − x) ≥ 0`` above), so
+the implied variance is ≥ 0 and consistent with the box. (This interval lies inside
+``[max((Σx)²/N̂, N̂·min x²), N̂·max x²]``.)
+
+This module also holds small helpers shared by the continuous families
+(:mod:`.exponential`, :mod:`.gamma`, :mod:`.linear_regression`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from ._params import clip_interval, constant_value, positive_float, relation, require_op, scalar_param
+from .base import Family, check_bound_pair, dist_params, statistic_length
+
+__all__ = ["Normal", "moment_pair_sensitivity"]
+
+
+# --------------------------------------------------------------------------- sensitivity
+
+
+def moment_pair_sensitivity(lo: float, hi: float) -> float:
+    """Exact ``max |x − x′| + |x² − x′²|`` over x, x′ ∈ [lo, hi].
+
+    With u = |x − x′| and v = x + x′ the objective is ``u (1 + |v|)``; for a given u,
+    |v| is largest at an end of the box: v = 2·hi − u (x = hi) or v = 2·lo + u
+    (x′ = lo), i.e. ``g_h(u) = u (1 + |2h − u|)`` with h = hi or h = −lo. On
+    u ∈ [0, 2h] g_h is the concave ``u (1 + 2h − u)`` (stationary at h + ½); beyond
+    2h it is increasing. So its maximum over [0, L] lies in
+    {L, clip(2h, 0, L), clip(h + ½, 0, L)}.
+    """
+    span = hi - lo
+    best = 0.0
+    for h in (hi, -lo):
+        for u in (span, min(max(2.0 * h, 0.0), span), min(max(h + 0.5, 0.0), span)):
+            best = max(best, u * (1.0 + abs(2.0 * h - u)))
+    return best
+
+
+# --------------------------------------------------------------------------- the family
+
+
+class Normal(Family):
+    """Normal likelihood with σ known (``sigma=σ``) or unknown (``sigma=None``).
+
+    Conjugate priors (:meth:`conjugate_posterior`): Normal(mu0, tau0) on μ when σ is
+    known; Normal-Inverse-Gamma when it is not.
+
+    Parameters
+    ----------
+    sigma
+        The known standard deviation (a positive float), or None when σ is a model
+        parameter.
+    """
+
+    name = "normal"
+    pymc_ops = ("normal",)
+    bound_keys = ("x",)
+    bounds_example = "{'x': (-10.0, 10.0)}"
+
+    def __init__(self, sigma: float | None = None, **family_args: Any) -> None:
+        if family_args:
+            raise ValueError(f"family 'normal' takes only sigma=..., got {sorted(family_args)}.")
+        self.sigma: float | None = None if sigma is None else positive_float(sigma, "sigma", self.name)
+
+    def family_args(self) -> dict[str, Any]:
+        return {"sigma": self.sigma}
+
+    @property
+    def known_sigma(self) -> bool:
+        """Whether σ is a fixed family argument."""
+        return self.sigma is not None
+
+    # ------------------------------------------------------------------ data side
+    def check_bounds(self, bounds: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``{"x": (lo, hi)}`` with lo < hi finite; a missing or bad bound is a ValueError naming it."""
+        checked = super().check_bounds(bounds)
+        check_bound_pair(checked, "x")
+        return checked
+
+    def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
+        lo, hi = check_bound_pair(bounds, "x")
+        return clip_interval(x, lo, hi)
+
+    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
+        names = ("sum",) if self.known_sigma else ("sum", "sum_sq")
+        return names + (("n",) if relation(neighbouring) == "add_remove" else ())
+
+    def record_statistics(self, x: Any, neighbouring: str) -> Any:
+        cols = [x] if self.known_sigma else [x, x * x]
+        if relation(neighbouring) == "add_remove":
+            cols.append(np.ones_like(x))
+        return np.stack(cols, axis=1)
+
+    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
+        """L1 sensitivity from ``bounds["x"]`` (derivation in the module docstring).
+
+        ==========  ===================  ==============================
+        σ           replace              add_remove
+        ==========  ===================  ==============================
+        known       hi − lo              M + 1
+        unknown     max |x−x′|+|x²−x′²|  M + M² + 1
+        ==========  ===================  ==============================
+
+        with ``M = max(|lo|, |hi|)``.
+        """
+        lo, hi = check_bound_pair(bounds, "x")
+        big = max(abs(lo), abs(hi))
+        if relation(neighbouring) == "replace":
+            return hi - lo if self.known_sigma else moment_pair_sensitivity(lo, hi)
+        return big + 1.0 if self.known_sigma else big + big * big + 1.0
+
+    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
+        """Onto valid statistics of N̂ records in the box (see the module docstring).
+
+        N̂ = ``n`` under replace, max(released N, 1) under add/remove. Σx is clipped
+        to [N̂·lo, N̂·hi], then Σx² to [(Σx)²/N̂, (lo + hi)Σx − N̂·lo·hi]. The identity
+        on valid statistics (up to rounding).
+        """
+        lo, hi = check_bound_pair(bounds, "x")
+        out = np.array(noisy, dtype=float, copy=True).ravel()
+        if relation(neighbouring) == "add_remove":
+            out[-1] = max(out[-1], 1.0)
+            count = out[-1]
+        else:
+            count = float(n)  # type: ignore[arg-type]
+        out[0] = min(max(out[0], count * lo), count * hi)
+        if not self.known_sigma:
+            lower = out[0] * out[0] / count
+            upper = max((lo + hi) * out[0] - count * lo * hi, lower)
+            out[1] = min(max(out[1], lower), upper)
+        return out
+
+    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
+        """N̂ = the released count (its last coordinate) under add/remove."""
+        if relation(neighbouring) != "add_remove":
+            return super().n_from_statistics(values, neighbouring)
+        return float(values[-1])
+
+    # ------------------------------------------------------------------ model side
+    def moments(self, values: Any, n: Any) -> tuple[Any, Any, Any]:
+        """(Σx, Σx² or None when σ is known, N) from the statistics."""
+        k = statistic_length(values)
+        base = 1 if self.known_sigma else 2
+        if k not in (base, base + 1):
+            raise ValueError(f"{self!r} expects {base} or {base + 1} statistics, got {k}.")
+        count = values[base] if k == base + 1 else n
+        return values[0], (None if self.known_sigma else values[1]), count
+
+    def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
+        """Log-likelihood of μ (and σ) given the statistics.
+
+        Known σ: ``(μ Σx − N μ²/2) / σ²`` (Σx²/(2σ²) and N log σ do not depend on μ).
+        Unknown σ: ``−(Σx² − 2μ Σx + N μ²) / (2σ²) − N log σ``.
+        ``params``: ``{"mu": μ}`` (plus ``"sigma"`` when σ is unknown; ignored when known).
+        """
+        import pytensor.tensor as pt
+
+        s1, s2, count = self.moments(values, n)
+        mu = params["mu"]
+        if self.known_sigma:
+            return pt.as_tensor_variable((mu * s1 - 0.5 * count * mu * mu) / self.sigma**2)
+        sigma = params["sigma"]
+        quad = s2 - 2.0 * mu * s1 + count * mu * mu
+        return pt.as_tensor_variable(-quad / (2.0 * sigma * sigma) - count * pt.log(sigma))
+
+    @classmethod
+    def from_dist(cls, dist: Any) -> tuple["Normal", dict[str, Any]]:
+        """``pm.Normal.dist(mu, sigma)`` → ``(Normal(sigma=σ), {"mu", "sigma"})`` if σ is a constant,
+        ``(Normal(sigma=None), {"mu", "sigma"})`` otherwise.
+
+        Raises
+        ------
+        ValueError
+            For another distribution, or a per-record ``mu`` or ``sigma`` (for a
+            regression mean ``mu = X @ beta`` the message points to the
+            ``linear_regression`` family).
+        """
+        require_op(cls, dist, "Normal")
+        mu, sigma = dist_params(dist)
+        hint = (
+            " For a regression mean such as mu = X @ beta use the 'linear_regression' family through "
+            "pmdp.observe_stats (statistics XᵀX, Xᵀy, yᵀy; parameters {'beta': beta, 'sigma': sigma})."
+        )
+        mu = scalar_param(mu, "mu", cls.name, hint)
+        sigma = scalar_param(sigma, "sigma", cls.name)
+        value = constant_value(sigma)
+        return (cls() if value is None else cls(sigma=value)), {"mu": mu, "sigma": sigma}
+
+    def conjugate_posterior(
+        self,
+        values: np.ndarray,
+        n: float,
+        *,
+        mu0: float = 0.0,
+        tau0: float = 1.0,
+        kappa0: float = 1.0,
+        alpha0: float = 1.0,
+        beta0: float = 1.0,
+    ) -> dict[str, float]:
+        """Conjugate update from the statistics.
+
+        Known σ: prior μ ~ Normal(mu0, tau0²) (``tau0`` a standard deviation) ⇒
+        μ ~ Normal(``mu``, ``sigma``²) with precision ``1/tau0² + N/σ²`` and mean
+        ``(mu0/tau0² + Σx/σ²) / precision``. Returns ``{"mu", "sigma"}``.
+
+        Unknown σ: Normal-Inverse-Gamma prior ``σ² ~ InvGamma(alpha0, beta0)`` (shape,
+        scale), ``μ | σ² ~ Normal(mu0, σ²/kappa0)`` ⇒ the same form with
+        ``kappa = kappa0 + N``, ``mu = (kappa0·mu0 + Σx)/kappa``,
+        ``alpha = alpha0 + N/2``, ``beta = beta0 + (Σx² + kappa0·mu0² − kappa·mu²)/2``.
+        Returns ``{"mu", "kappa", "alpha", "beta"}``.
+        """
+        s1, s2, count = self.moments(np.asarray(values, dtype=float), float(n))
+        s1, count = float(s1), float(count)
+        if self.known_sigma:
+            prec = 1.0 / tau0**2 + count / self.sigma**2  # type: ignore[operator]
+            mean = (mu0 / tau0**2 + s1 / self.sigma**2) / prec  # type: ignore[operator]
+            return {"mu": mean, "sigma": math.sqrt(1.0 / prec)}
+        kappa = kappa0 + count
+        mean = (kappa0 * mu0 + s1) / kappa
+        return {
+            "mu": mean,
+            "kappa": kappa,
+            "alpha": alpha0 + count / 2.0,
+            "beta": beta0 + 0.5 * (float(s2) + kappa0 * mu0**2 - kappa * mean**2),
+        }
