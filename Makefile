@@ -30,6 +30,7 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/laplace_route.py
 
 clean:
 	rm -rf docs/_build docs/api/generated .pytest_cache build *.egg-info

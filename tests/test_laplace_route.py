@@ -261,3 +261,12 @@ def test_regression_through_privatize_and_observe_stats():
     # ε = 50 on 2,000 records: noise scale ~0.7 per statistic vs XᵀX entries ~670, so the
     # posterior mean sits within 0.1 of the truth (posterior sd ~0.01 plus noise bias).
     np.testing.assert_allclose(est, [1.5, -0.5], atol=0.1)
+
+
+def test_statistics_are_not_mistaken_for_records_when_n_equals_their_length():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        sigma = pm.HalfNormal("sigma", 2)
+        pm.Normal("y", mu, sigma, observed=np.array([0.5, 1.5]))  # N = 2 = number of statistics
+    private = pmdp.privatize_model(model, 1.0, rng=1, bounds={"y": {"x": (-3, 3)}})
+    assert [v.name for v in private.model.potentials] == ["y_stats"]

@@ -127,12 +127,12 @@ class Normal(Family):
     def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
         """L1 sensitivity from ``bounds["x"]`` (derivation in the module docstring).
 
-        ==========  ===================  ==============================
-        σ           replace              add_remove
-        ==========  ===================  ==============================
-        known       hi − lo              M + 1
-        unknown     max |x−x′|+|x²−x′²|  M + M² + 1
-        ==========  ===================  ==============================
+        ==========  ===========================  ==============================
+        σ           replace                      add_remove
+        ==========  ===========================  ==============================
+        known       hi − lo                      M + 1
+        unknown     max ``|x−x′| + |x²−x′²|``    M + M² + 1
+        ==========  ===========================  ==============================
 
         with ``M = max(|lo|, |hi|)``.
         """

@@ -6,15 +6,15 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["data_leaves", "describe_leaf"]
+__all__ = ["ancestors", "data_leaves", "describe_leaf"]
 
 
-def _ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[Any]:
+def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[Any]:
     try:  # pytensor >= 2.31
-        from pytensor.graph.traversal import ancestors
+        from pytensor.graph.traversal import ancestors as walk
     except ImportError:  # pragma: no cover
-        from pytensor.graph.basic import ancestors
-    return ancestors(list(graphs), blockers=list(blockers))
+        from pytensor.graph.basic import ancestors as walk
+    return walk(list(graphs), blockers=list(blockers))
 
 
 def data_leaves(graphs: Sequence[Any], blockers: Iterable[Any] = (), record_counts: Iterable[int] = ()) -> list[Any]:
@@ -33,7 +33,7 @@ def data_leaves(graphs: Sequence[Any], blockers: Iterable[Any] = (), record_coun
 
     counts = {int(c) for c in record_counts if int(c) > 1}
     out = []
-    for var in _ancestors(graphs, blockers):
+    for var in ancestors(graphs, blockers):
         if var.owner is not None:
             continue
         if isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):

@@ -20,6 +20,7 @@ from ..accounting import LedgerEntry, PrivacyLedger
 from ..accounting.validation import check_epsilon, check_neighbouring
 from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
+from ._graph import ancestors
 from ._graph import data_leaves, describe_leaf
 from .observe import _register
 
@@ -136,13 +137,14 @@ def _rebuild_without_records(
     import pytensor.tensor as pt
     from pymc.model.fgraph import (
         ModelDeterministic,
+        ModelNamed,
         ModelObservedRV,
-        ModelVar,
         extract_dims,
         fgraph_from_model,
         model_from_fgraph,
         model_potential,
     )
+    from pytensor.graph.fg import Output
 
     try:
         fg, _ = fgraph_from_model(model, inlined_views=True)
@@ -153,22 +155,24 @@ def _rebuild_without_records(
         ) from None
     observed_nodes = [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]
     observed_outputs = {n.outputs[0] for n in observed_nodes}
+    # The likelihood terms of the statistics, built now (they need the observed variables'
+    # parameters) and added only after the record check below, which is about the user's
+    # model: the statistics themselves are private outputs, not records.
+    potentials = []
     for node in observed_nodes:
-        rv = node.inputs[0]
-        s = stats[node.outputs[0].name]
-        _, params = s.family.from_dist(rv)
+        name = node.outputs[0].name
+        s = stats[name]
+        _, params = s.family.from_dist(node.inputs[0])
         logp = s.family.loglik(pt.as_tensor(np.asarray(s.values, dtype=float)), float(s.n), params)
         pot = model_potential(logp)
-        pot.name = f"{node.outputs[0].name}_stats"
-        fg.add_output(pot, import_missing=True)
+        pot.name = f"{name}_stats"
+        potentials.append(pot)
 
     # Deterministics of the records cannot stay: drop them and say so.
     dropped: dict[str, str] = {}
     for node in list(fg.apply_nodes):
         if isinstance(node.op, ModelDeterministic):
-            from ._graph import _ancestors
-
-            anc = set(_ancestors([node.inputs[0]]))
+            anc = set(ancestors([node.inputs[0]]))
             if anc & observed_outputs or data_leaves([node.inputs[0]], record_counts=record_counts):
                 dropped[node.outputs[0].name] = "depends on the observed records"
     for node in list(fg.apply_nodes):
@@ -179,10 +183,8 @@ def _rebuild_without_records(
             fg.remove_node(node)
     # Data containers nothing uses any more.
     for node in list(fg.apply_nodes):
-        if isinstance(node.op, ModelVar) and type(node.op).__name__ == "ModelNamed":
-            out = node.outputs[0]
-            if all(getattr(c[0].op, "__class__", None).__name__ == "Output" for c in fg.clients[out]):
-                fg.remove_node(node)
+        if isinstance(node.op, ModelNamed) and all(isinstance(c.op, Output) for c, _ in fg.clients[node.outputs[0]]):
+            fg.remove_node(node)
 
     leaves = data_leaves(fg.outputs, record_counts=record_counts)
     if leaves:
@@ -193,6 +195,8 @@ def _rebuild_without_records(
             "prove such a model private. "
             "Make those inputs public constants, or privatise them too."
         )
+    for pot in potentials:
+        fg.add_output(pot, import_missing=True)
     used_dims = {d for out in fg.outputs for d in extract_dims(out) if d is not None}
     fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
     fg._dim_lengths = {k: v for k, v in fg._dim_lengths.items() if k in used_dims}
