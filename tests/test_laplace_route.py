@@ -270,3 +270,17 @@ def test_statistics_are_not_mistaken_for_records_when_n_equals_their_length():
         pm.Normal("y", mu, sigma, observed=np.array([0.5, 1.5]))  # N = 2 = number of statistics
     private = pmdp.privatize_model(model, 1.0, rng=1, bounds={"y": {"x": (-3, 3)}})
     assert [v.name for v in private.model.potentials] == ["y_stats"]
+
+
+@pytest.mark.parametrize("step", ["Metropolis", "Slice"])
+def test_any_pymc_sampler_runs_on_privatised_statistics(records, step):
+    stats = pmdp.privatize(records, "bernoulli", 1e9, rng=9)
+    k, n = records.sum(), len(records)
+    with pm.Model():
+        p = pm.Beta("p", 1, 1)
+        pmdp.observe_stats("y", pm.Bernoulli.dist(p=p), stats)
+        idata = pmdp.sample(draws=2000, tune=1000, chains=2, cores=1, progressbar=False,
+                            step=getattr(pm, step)(), random_seed=5, compute_convergence_checks=False)
+    exact = st.beta(1 + k, 1 + n - k)
+    # 4,000 correlated draws (ESS in the hundreds): the mean is within 5 sd/sqrt(100) of exact.
+    assert abs(idata.posterior["p"].values.mean() - exact.mean()) < 5 * exact.std() / 10
