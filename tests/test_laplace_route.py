@@ -56,7 +56,7 @@ def test_observe_stats_refuses_mismatches(records):
             pmdp.observe_stats("y", pm.Bernoulli.dist(p=p), {"successes": 3})
         x = pm.Data("x", np.linspace(0.1, 0.9, 5))
         with pytest.raises(ValueError, match="depends on data"):
-            pmdp.observe_stats("y", pm.Bernoulli.dist(p=p * x), stats)
+            pmdp.observe_stats("y", pm.Bernoulli.dist(p=p * x.mean()), stats)
         ps = pm.Beta("ps", 1, 1, shape=3)
         with pytest.raises(ValueError, match="all records at once"):
             pmdp.observe_stats("y3", pm.Bernoulli.dist(p=ps), stats)

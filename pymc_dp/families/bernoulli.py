@@ -1,71 +1,42 @@
-"""Bernoulli records: x ∈ {0, 1}, one success probability p.
+"""Bernoulli records: x ∈ {0, 1}, one success probability p — a Binomial with one trial.
 
 Statistics ([FGWC16] §5, [H-DIST] LSHist): under ``"replace"`` N is public and the
 number of successes alone (sensitivity 1) carries everything (failures = N − it);
 under ``"add_remove"`` both counts are released, and a record added or removed
-changes exactly one of them by 1 (sensitivity 1).
+changes exactly one of them by 1 (sensitivity 1). Everything but the PyMC
+distribution it stands for is :class:`~pymc_dp.families.Binomial`'s with
+``n_trials=1``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
-import numpy as np
-
-from .base import Family, dist_params, rv_op_name, statistic_length
+from ._params import scalar_param
+from .base import dist_params, rv_op_name
+from .binomial import Binomial
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Family):
-    """Bernoulli likelihood; conjugate prior Beta(a, b)."""
+class Bernoulli(Binomial):
+    """Bernoulli likelihood (a Binomial with ``n_trials=1``); conjugate prior Beta(a, b)."""
 
     name = "bernoulli"
     pymc_ops = ("bernoulli",)
 
-    def invalid(self, x: Any) -> Any:
-        return ~((x == 0) | (x == 1))
+    def __init__(self, **family_args: Any) -> None:
+        if family_args:
+            raise ValueError(f"family 'bernoulli' takes no arguments, got {sorted(family_args)}.")
+        super().__init__(n_trials=1)
 
-    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
-        return ("successes",) if neighbouring == "replace" else ("successes", "failures")
-
-    def record_statistics(self, x: Any, neighbouring: str) -> Any:
-        cols = [x] if neighbouring == "replace" else [x, 1.0 - x]
-        return np.stack(cols, axis=1)
-
-    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
-        return 1.0
-
-    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
-        if neighbouring == "replace":
-            return np.clip(noisy, 0.0, float(n))
-        return np.maximum(noisy, 0.0)
-
-    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
-        return float(values[0] + values[1]) if neighbouring == "add_remove" else super().n_from_statistics(values, neighbouring)
-
-    def counts(self, values: Any, n: Any) -> tuple[Any, Any]:
-        """(successes, failures) from the statistics."""
-        if statistic_length(values) == 1:
-            return values[0], n - values[0]
-        return values[0], values[1]
-
-    def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
-        import pytensor.tensor as pt
-
-        s, f = self.counts(values, n)
-        p = params["p"]
-        return s * pt.log(p) + f * pt.log1p(-p)
+    def family_args(self) -> dict[str, Any]:
+        return {}
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Bernoulli", dict[str, Any]]:
+        """``pm.Bernoulli.dist(p=p)`` → ``(Bernoulli(), {"p": p})``; a per-record p is refused."""
         if rv_op_name(dist) not in cls.pymc_ops:
             raise ValueError(f"expected a Bernoulli distribution, got {rv_op_name(dist)!r}.")
         (p,) = dist_params(dist)
-        return cls(), {"p": p}
-
-    def conjugate_posterior(self, values: np.ndarray, n: float, *, alpha: float = 1.0, beta: float = 1.0) -> dict[str, float]:
-        """Beta(alpha, beta) prior ⇒ Beta(alpha + successes, beta + failures)."""
-        s, f = self.counts(np.asarray(values, dtype=float), n)
-        return {"alpha": alpha + float(s), "beta": beta + float(f)}
-
+        return cls(), {"p": scalar_param(p, "p", "bernoulli")}

@@ -24,14 +24,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .base import Family, dist_params, statistic_length
-from ._params import clip_interval, constant_value, positive_float, rate_from_scale, relation, require_op, scalar_param
-from .exponential import positive_support_bounds, project_sum
+from ._bounded_sum import BoundedPositiveSum
+from ._params import constant_value, positive_float, rate_from_scale, require_op, scalar_param
+from .base import dist_params
 
 __all__ = ["Gamma"]
 
 
-class Gamma(Family):
+class Gamma(BoundedPositiveSum):
     """Gamma likelihood with known shape α (``shape=α``) and unknown rate β; conjugate prior Gamma.
 
     Parameters
@@ -42,7 +42,7 @@ class Gamma(Family):
 
     name = "gamma"
     pymc_ops = ("gamma",)
-    bound_keys = ("x",)
+    strictly_positive = True
     bounds_example = "{'x': (0.01, 20.0)}"
 
     def __init__(self, shape: float | None = None, **family_args: Any) -> None:
@@ -57,49 +57,6 @@ class Gamma(Family):
 
     def family_args(self) -> dict[str, Any]:
         return {"shape": self.shape}
-
-    # ------------------------------------------------------------------ data side
-    def check_bounds(self, bounds: Mapping[str, Any] | None) -> dict[str, Any]:
-        """``{"x": (lo, hi)}`` with 0 < lo < hi finite; a missing or bad bound is a ValueError naming it."""
-        checked = super().check_bounds(bounds)
-        positive_support_bounds(checked, self.name, strict=True)
-        return checked
-
-    def invalid(self, x: Any) -> Any:
-        """Records ≤ 0 or not finite (outside the support: an error, not clipped)."""
-        return ~(np.isfinite(x) & (x > 0))
-
-    def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
-        lo, hi = positive_support_bounds(bounds, self.name, strict=True)
-        return clip_interval(x, lo, hi)
-
-    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
-        return ("sum",) if relation(neighbouring) == "replace" else ("sum", "n")
-
-    def record_statistics(self, x: Any, neighbouring: str) -> Any:
-        cols = [x] if relation(neighbouring) == "replace" else [x, np.ones_like(x)]
-        return np.stack(cols, axis=1)
-
-    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
-        """hi − lo under replace; hi + 1 under add/remove (see the module docstring)."""
-        lo, hi = positive_support_bounds(bounds, self.name, strict=True)
-        return hi - lo if relation(neighbouring) == "replace" else hi + 1.0
-
-    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
-        """N̂ = ``n`` (replace) or max(released N, 1) (add/remove); Σx clipped to [N̂·lo, N̂·hi]."""
-        lo, hi = positive_support_bounds(bounds, self.name, strict=True)
-        return project_sum(noisy, n, lo, hi, neighbouring)
-
-    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
-        """N̂ = the released count under add/remove."""
-        if relation(neighbouring) != "add_remove":
-            return super().n_from_statistics(values, neighbouring)
-        return float(values[1])
-
-    # ------------------------------------------------------------------ model side
-    def sum_and_count(self, values: Any, n: Any) -> tuple[Any, Any]:
-        """(Σx, N): N is ``n`` under replace, the released count under add/remove."""
-        return (values[0], n) if statistic_length(values) == 1 else (values[0], values[1])
 
     def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
         """``N α log β − β Σx`` with ``params = {"beta": β}`` (the rate; α is the family's shape)."""

@@ -1,0 +1,95 @@
+"""Families whose records are positive reals entering only through ``(Σx, N)``.
+
+The Exponential and the Gamma with known shape share everything on the data
+side: a declared box ``bounds={"x": (lo, hi)}`` inside the positive support, the
+statistic Σx (plus N when N is private), its sensitivity (hi − lo under replace,
+hi + 1 under add/remove) and its projection (Σx ∈ [N̂·lo, N̂·hi]). Only the
+likelihood in the parameters differs, so each family subclasses
+:class:`BoundedPositiveSum` and adds that.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from ._params import clip_interval, relation
+from .base import Family, check_bound_pair, statistic_length
+
+__all__ = ["BoundedPositiveSum", "positive_support_bounds", "project_sum"]
+
+
+def positive_support_bounds(bounds: Mapping[str, Any], family: str, strict: bool) -> tuple[float, float]:
+    """``bounds["x"]`` checked to lie in [0, ∞) (``strict``: in (0, ∞))."""
+    lo, hi = check_bound_pair(bounds, "x")
+    if lo < 0 or (strict and lo == 0):
+        support = "x > 0" if strict else "x ≥ 0"
+        raise ValueError(
+            f"bounds['x'] of the {family} family must lie in its support {support}, got ({lo}, {hi}); "
+            f"e.g. bounds={{'x': ({'0.01' if strict else '0.0'}, {hi})}}."
+        )
+    return lo, hi
+
+
+def project_sum(noisy: np.ndarray, n: int | None, lo: float, hi: float, neighbouring: str) -> np.ndarray:
+    """``(Σx[, N])`` onto valid values: N̂ ≥ 1 when private, Σx ∈ [N̂·lo, N̂·hi]."""
+    out = np.array(noisy, dtype=float, copy=True).ravel()
+    if relation(neighbouring) == "add_remove":
+        out[1] = max(out[1], 1.0)
+        count = out[1]
+    else:
+        count = float(n)  # type: ignore[arg-type]
+    out[0] = min(max(out[0], count * lo), count * hi)
+    return out
+
+
+class BoundedPositiveSum(Family):
+    """Data side shared by families with positive records and statistic ``(Σx[, N])``."""
+
+    bound_keys = ("x",)
+    #: Whether the support excludes 0 (Gamma) or includes it (Exponential).
+    strictly_positive: ClassVar[bool] = False
+
+    # ------------------------------------------------------------------ data side
+    def check_bounds(self, bounds: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``{"x": (lo, hi)}`` with lo ≥ 0 (> 0 if strictly positive), lo < hi finite; else a ValueError naming it."""
+        checked = super().check_bounds(bounds)
+        positive_support_bounds(checked, self.name, strict=self.strictly_positive)
+        return checked
+
+    def invalid(self, x: Any) -> Any:
+        """Records outside the support (negative, or ≤ 0 if strictly positive) or not finite: an error, not clipped."""
+        return ~(np.isfinite(x) & ((x > 0) if self.strictly_positive else (x >= 0)))
+
+    def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
+        lo, hi = positive_support_bounds(bounds, self.name, strict=self.strictly_positive)
+        return clip_interval(x, lo, hi)
+
+    def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
+        return ("sum",) if relation(neighbouring) == "replace" else ("sum", "n")
+
+    def record_statistics(self, x: Any, neighbouring: str) -> Any:
+        cols = [x] if relation(neighbouring) == "replace" else [x, np.ones_like(x)]
+        return np.stack(cols, axis=1)
+
+    def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
+        """hi − lo under replace; hi + 1 under add/remove (see the module docstring)."""
+        lo, hi = positive_support_bounds(bounds, self.name, strict=self.strictly_positive)
+        return hi - lo if relation(neighbouring) == "replace" else hi + 1.0
+
+    def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
+        """N̂ = ``n`` (replace) or max(released N, 1) (add/remove); Σx clipped to [N̂·lo, N̂·hi]."""
+        lo, hi = positive_support_bounds(bounds, self.name, strict=self.strictly_positive)
+        return project_sum(noisy, n, lo, hi, neighbouring)
+
+    def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
+        """N̂ = the released count under add/remove."""
+        if relation(neighbouring) != "add_remove":
+            return super().n_from_statistics(values, neighbouring)
+        return float(values[1])
+
+    # ------------------------------------------------------------------ model side
+    def sum_and_count(self, values: Any, n: Any) -> tuple[Any, Any]:
+        """(Σx, N): N is ``n`` under replace, the released count under add/remove."""
+        return (values[0], n) if statistic_length(values) == 1 else (values[0], values[1])
