@@ -58,7 +58,7 @@ def test_observe_stats_refuses_mismatches(records):
         with pytest.raises(ValueError, match="depends on data"):
             pmdp.observe_stats("y", pm.Bernoulli.dist(p=p * x.mean()), stats)
         ps = pm.Beta("ps", 1, 1, shape=3)
-        with pytest.raises(ValueError, match="all records at once"):
+        with pytest.raises(ValueError, match="one value shared by all records"):
             pmdp.observe_stats("y3", pm.Bernoulli.dist(p=ps), stats)
 
 
