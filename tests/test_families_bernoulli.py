@@ -120,6 +120,7 @@ def test_privatize_charges_the_ledger_once_with_a_laplace_event():
     stats = pmdp.privatize(np.array([0, 1, 1, 0]), "bernoulli", 0.25, ledger=ledger, rng=1, name="answers")
     (entry,) = ledger.entries
     assert entry.id == stats.entry_id and entry.touched == "answers:successes"
+    assert any("N (the number of records) is public" in a for a in entry.assumptions)
     assert entry.event == {"type": "laplace", "noise_multiplier": pytest.approx(4.0)}
     assert stats.scale == pytest.approx(4.0) and stats.noise_source == "seeded" and stats.n == 4
     with pytest.raises(pmdp.BudgetExceededError):
@@ -130,3 +131,19 @@ def test_privatize_charges_the_ledger_once_with_a_laplace_event():
 def test_prepare_spends_nothing():
     prepared = prepare_statistics(np.array([1, 1, 0]), "bernoulli")
     assert prepared.exact.tolist() == [2.0] and prepared.n == 3 and prepared.sensitivity == 1.0
+
+
+def test_add_remove_releases_carry_no_public_n_assumption():
+    stats = pmdp.privatize(np.array([0, 1, 1]), "bernoulli", 1.0, rng=1, neighbouring="add_remove")
+    assert stats.ledger.entries[0].assumptions == ()
+
+
+def test_laplace_mechanism_records_assumptions():
+    from pymc_dp.mechanisms import laplace_mechanism
+
+    ledger = pmdp.PrivacyLedger()
+    laplace_mechanism(1.0, epsilon=1.0, sensitivity=1.0, ledger=ledger, rng=1, assumptions=("bounded records",))
+    assert ledger.entries[0].assumptions == ("bounded records",)
+    with pytest.raises(ValueError, match="assumptions"):
+        laplace_mechanism(1.0, epsilon=1.0, sensitivity=1.0, ledger=ledger, rng=1, assumptions="bounded records")
+    assert len(ledger) == 1

@@ -19,6 +19,10 @@ from .statistics import PrivateStatistics
 __all__ = ["privatize", "prepare_statistics", "release_statistics", "PreparedStatistics", "ClippedRecordsWarning"]
 
 
+#: The assumption recorded with every release under replace-one neighbouring.
+PUBLIC_N = "N (the number of records) is public: replace-one neighbouring"
+
+
 class ClippedRecordsWarning(UserWarning):
     """Some records lay outside the declared bounds and were clipped to them."""
 
@@ -187,9 +191,10 @@ def release_statistics(
         raise ValueError(f"the statistics were prepared under {prepared.neighbouring!r}, the ledger uses {ledger.neighbouring!r}.")
     fam, names = prepared.family, prepared.names
     touched = f"{prepared.name}:{'+'.join(names) if len(names) <= 4 else fam.name + ' statistics'}"
+    assumptions = (PUBLIC_N,) if prepared.neighbouring == "replace" else ()
     noisy = np.atleast_1d(
         laplace_mechanism(prepared.exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
-                          touched=touched)
+                          touched=touched, assumptions=assumptions)
     )
     entry = ledger.entries[-1]
     public_n = prepared.n if prepared.neighbouring == "replace" else None

@@ -27,6 +27,7 @@ def release_with_additive_noise(
     ledger: "PrivacyLedger",
     source: "NoiseSource",
     touched: str,
+    assumptions: tuple[str, ...] = (),
     add: Callable[[np.ndarray, float], np.ndarray],
     dtype: type,
 ) -> Any:
@@ -45,6 +46,7 @@ def release_with_additive_noise(
         delta=delta,
         touched=touched,
         noise_source=noise_source,
+        assumptions=assumptions,
         event=event,
         details={"sensitivity": sensitivity, "scale": scale, **details, "size": int(arr.size)},
     ):

@@ -9,7 +9,7 @@ statistics (theory notes, section 5).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -32,6 +32,7 @@ def laplace_mechanism(
     ledger: "PrivacyLedger",
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     touched: str = "",
+    assumptions: Sequence[str] = (),
 ) -> Any:
     """Release ``value`` with Laplace noise of scale ``sensitivity / epsilon`` (ε-DP).
 
@@ -56,6 +57,9 @@ def laplace_mechanism(
         :class:`~pymc_dp.mechanisms.NoiseSource`.
     touched
         What the release touched, e.g. ``"y:sum"``; stored in the ledger entry.
+    assumptions
+        Conditions the guarantee rests on that a reader of the ledger should see
+        (e.g. that N is public); stored in the ledger entry.
 
     Returns
     -------
@@ -94,10 +98,13 @@ def laplace_mechanism(
     touched = _check_touched(touched)
     ledger = _require_ledger(ledger)
     source = resolve_noise_source(rng)
+    if isinstance(assumptions, str):
+        raise ValueError("assumptions must be a sequence of strings, e.g. ('N is public',), not a string.")
 
     scale = _scale_for(sens, eps) if sens > 0 else 0.0
     return release_with_additive_noise(
         arr, value, mechanism="laplace", epsilon=eps, delta=0.0, sensitivity=sens, scale=scale,
         event={"type": "laplace", "noise_multiplier": scale / sens} if sens > 0 else None,
-        details={"norm": "l1"}, ledger=ledger, source=source, touched=touched, add=source.add_laplace, dtype=float,
+        details={"norm": "l1"}, ledger=ledger, source=source, touched=touched,
+        assumptions=tuple(str(a) for a in assumptions), add=source.add_laplace, dtype=float,
     )
