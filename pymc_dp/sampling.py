@@ -92,7 +92,8 @@ def sample(
     -------
     arviz.InferenceData
         The released trace (:func:`pymc_dp.release`): the posterior, the sampler's
-        statistics (all functions of the privatised statistics only) and the ledger
+        statistics (all functions of the privatised statistics only; wall-clock
+        timings are left out) and the ledger
         (``pmdp.ledger(idata)``). No observed or constant data, no log-likelihood,
         no record-level coordinates.
 
@@ -147,5 +148,10 @@ def sample(
 
     idata = pm.sample(draws, model=sampled_model, **pm_sample_kwargs)
     stats = idata.sample_stats if "sample_stats" in idata.groups() else None
-    kept_stats = tuple(stats.data_vars) if stats is not None else ()
+    kept_stats = tuple(s for s in stats.data_vars if not s.startswith(_TIMING_STATS)) if stats is not None else ()
     return release(idata, ledger=ledger, model=sampled_model, sample_stats=kept_stats)
+
+
+# Wall-clock statistics say nothing about the posterior; they are left out of every
+# release as a matter of course (timing is a classic side channel).
+_TIMING_STATS = ("perf_counter", "process_time")
