@@ -76,7 +76,7 @@ def split_epsilon(epsilon: float, names: list[str], weights: Mapping[str, float]
     return {n: eps * float(weights[n]) / total for n in names}
 
 
-def _observed_data(model: Any, rv: Any) -> np.ndarray:
+def _observed_records(model: Any, rv: Any) -> np.ndarray:
     value = model.rvs_to_values[rv]
     if hasattr(value, "get_value"):
         return np.asarray(value.get_value(borrow=True))
@@ -98,7 +98,7 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str) -> dict[str,
         except ValueError as err:
             unsupported.append(f"{rv.name!r}: {err}")
             continue
-        records = _observed_data(model, rv)
+        records = _observed_records(model, rv)
         n_records = int(np.shape(records)[0]) if np.ndim(records) else 1
         leaves = data_leaves(list(params.values()), blockers=model.free_RVs, record_counts=[n_records])
         if leaves:
