@@ -6,8 +6,7 @@
     pymc-dp ledger TRACE.nc [--method {basic,advanced,rdp,pld,best}] [--delta D]
     pymc-dp demo [--output DIR] [--seed N] [--draws N]
 
-Heavy imports (ArviZ, PyMC) happen inside the subcommands, so ``--help`` and
-``--version`` are instant.
+PyMC itself is imported only inside the subcommands that need it.
 """
 
 from __future__ import annotations
@@ -17,10 +16,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .accounting import COMPOSITION_METHODS as METHODS
+
 __all__ = ["main", "build_parser"]
 
 PROG = "pymc-dp"
-METHODS = ("basic", "advanced", "rdp", "pld", "best")
 
 
 class _CommandError(Exception):
