@@ -42,6 +42,7 @@ def sample(
     epsilon_split: Mapping[str, float] | None = None,
     neighbouring: str | None = None,
     noise_rng: Any = None,
+    noise_aware: bool | str = "auto",
     model: Any = None,
     **pm_sample_kwargs: Any,
 ) -> Any:
@@ -82,6 +83,11 @@ def sample(
     noise_rng
         ``None`` for secure noise (default); a seed or Generator for reproducible
         seeded noise. (``random_seed`` seeds the sampler only.)
+    noise_aware
+        With the privacy flag: ``"auto"`` (default) models the noise for every
+        observed variable whose family has a noise-aware likelihood (Bernoulli and
+        Binomial so far, N public) and plugs the statistics in for the others;
+        ``True`` / ``False`` force one or the other (see :func:`pymc_dp.observe_stats`).
     model
         The model (default: the enclosing ``with`` block's).
     **pm_sample_kwargs
@@ -134,7 +140,7 @@ def sample(
             )
         private = privatize_model(
             model, epsilon, bounds=bounds, ledger=ledger, epsilon_split=epsilon_split,
-            neighbouring=neighbouring, rng=noise_rng,
+            neighbouring=neighbouring, rng=noise_rng, noise_aware=noise_aware,
         )
         sampled_model, ledger = private.model, private.ledger
     else:

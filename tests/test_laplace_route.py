@@ -81,12 +81,16 @@ def test_privatize_model_leaves_the_users_model_alone_and_drops_every_record(rec
     assert set(private.statistics) == {"y"} and len(private.ledger) == 1
 
 
-def test_privatized_logp_is_the_statistic_loglik_at_large_epsilon(records):
+@pytest.mark.parametrize("noise_aware", [False, True])
+def test_privatized_logp_is_the_statistic_loglik_at_large_epsilon(records, noise_aware):
     model = beta_bernoulli(records)
-    private = pmdp.privatize_model(model, 1e9, rng=3)
-    point = {"p_logodds__": np.array(-0.7)}
-    # With ε = 1e9 the noise is ~1e-9: the private log-joint equals the original one.
-    assert private.model.compile_logp()(point) == pytest.approx(model.compile_logp()(point), rel=1e-9)
+    private = pmdp.privatize_model(model, 1e9, rng=3, noise_aware=noise_aware)
+    assert private.noise_aware == {"y": noise_aware}
+    a, b = {"p_logodds__": np.array(-0.7)}, {"p_logodds__": np.array(0.2)}
+    new, old = private.model.compile_logp(), model.compile_logp()
+    # With ε = 1e9 the noise is ~1e-9: the private log-joint equals the original one up
+    # to a constant (the binomial coefficient and the noise density at the released value).
+    assert new(a) - new(b) == pytest.approx(old(a) - old(b), rel=1e-9)
 
 
 def test_unsupported_family_is_named_and_points_to_ops():

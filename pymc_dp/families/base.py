@@ -127,6 +127,22 @@ class Family(ABC):
         are dropped: they do not change the posterior.
         """
 
+    #: Whether :meth:`noise_aware_loglik` is available for this family.
+    supports_noise_aware: ClassVar[bool] = False
+
+    def noise_aware_loglik(
+        self, noisy: np.ndarray, n: float, scale: float, neighbouring: str, params: Mapping[str, Any]
+    ) -> Any:
+        """Log-likelihood of the *released* (noisy, unprojected) statistics, the noise modelled.
+
+        Families that support it (``supports_noise_aware``) marginalise the true
+        statistic against the Laplace noise of scale ``scale``; the others refuse.
+        """
+        raise ValueError(
+            f"the {self.name} family has no noise-aware likelihood yet; use noise_aware=False (the plug-in "
+            "likelihood) for it."
+        )
+
     @classmethod
     @abstractmethod
     def from_dist(cls, dist: Any) -> tuple["Family", dict[str, Any]]:

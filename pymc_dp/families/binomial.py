@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ._noise_aware import laplace_marginal_count_logp
 from .base import Family, dist_params, rv_op_name, statistic_length
 from ._params import check_count, constant_count, scalar_param
 
@@ -102,6 +103,25 @@ class Binomial(Family):
         s, f = self.counts(values, n)
         p = params["p"]
         return s * pt.log(p) + f * pt.log1p(-p)
+
+    supports_noise_aware = True
+
+    def noise_aware_loglik(
+        self, noisy: np.ndarray, n: float, scale: float, neighbouring: str, params: Mapping[str, Any]
+    ) -> Any:
+        """``log p(z | p)``: the released count z = S + Laplace(scale), S ~ Binomial(N·n_trials, p) summed out.
+
+        Exact (a sum over every possible count) up to
+        :data:`~pymc_dp.families._noise_aware.EXACT_SUM_MAX_TRIALS` trials, the
+        normal-Laplace (CLT) form above. Needs N public (``"replace"``).
+        """
+        if neighbouring != "replace":
+            raise ValueError(
+                f"the noise-aware {self.name} likelihood needs N public (replace-one neighbouring); under "
+                "add/remove use noise_aware=False."
+            )
+        trials = int(round(n)) * self.n_trials
+        return laplace_marginal_count_logp(float(np.ravel(noisy)[0]), trials, params["p"], float(scale))
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Binomial", dict[str, Any]]:

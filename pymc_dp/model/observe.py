@@ -10,7 +10,7 @@ import numpy as np
 from ..families import PrivateStatistics, family_of_dist
 from ._graph import data_leaves, describe_leaf
 
-__all__ = ["observe_stats", "statistics_of"]
+__all__ = ["observe_stats", "statistics_of", "statistics_loglik"]
 
 # Which privatised statistics each model's likelihood uses (so that pmdp.sample can
 # attach their ledgers without being told). Weak keys: models are never kept alive.
@@ -46,20 +46,44 @@ def _check_family_compatible(stats: PrivateStatistics, dist_family: Any, name: s
             )
 
 
+def statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], noise_aware: bool) -> Any:
+    """The log-likelihood term of privatised statistics: plug-in, or noise-aware."""
+    import pytensor.tensor as pt
+
+    family = stats.family
+    if noise_aware:
+        if not family.supports_noise_aware:
+            raise ValueError(
+                f"the {family.name} family has no noise-aware likelihood yet (supported: Bernoulli, Binomial); "
+                "pass noise_aware=False for the plug-in likelihood."
+            )
+        return family.noise_aware_loglik(stats.noisy, stats.n, stats.scale, stats.neighbouring, params)
+    return family.loglik(pt.as_tensor(np.asarray(stats.values, dtype=float)), float(stats.n), params)
+
+
 def observe_stats(
     name: str,
     dist: Any,
     stats: PrivateStatistics,
     *,
+    noise_aware: bool = False,
     model: Any = None,
 ) -> Any:
     """Add the likelihood of the model's parameters given privatised statistics.
 
     Use it inside a ``pm.Model`` in place of an observed variable: the records are
     never in the model, only ``stats`` (already private), so any sampler, any number
-    of draws and chains, costs no further privacy. The likelihood is the family's
-    exponential-family log-likelihood with the noisy, projected statistics plugged
-    in (a plug-in estimate: it does not account for the noise).
+    of draws and chains, costs no further privacy.
+
+    Two likelihoods:
+
+    * plug-in (``noise_aware=False``): the family's exponential-family
+      log-likelihood with the noisy, projected statistics plugged in as if exact;
+      over-confident when the noise is not small next to the statistic's spread;
+    * noise-aware (``noise_aware=True``, Bernoulli and Binomial so far): the
+      likelihood of the value actually released (noisy, unprojected), the true
+      statistic summed out against the known Laplace noise, so the posterior
+      carries the uncertainty the noise added.
 
     Parameters
     ----------
@@ -73,6 +97,9 @@ def observe_stats(
         ``{"beta": beta, "sigma": sigma}``.
     stats
         The output of :func:`pymc_dp.privatize`.
+    noise_aware
+        Model the noise (see above). Raises ``ValueError`` for a family without a
+        noise-aware likelihood.
     model
         The model (default: the one of the enclosing ``with`` block).
 
@@ -105,7 +132,7 @@ def observe_stats(
             f"observe_stats({name!r}): a parameter depends on data ({', '.join(describe_leaf(v) for v in leaves)}); "
             "with privatised statistics the likelihood may only involve model parameters and public constants."
         )
-    logp = stats.family.loglik(pt.as_tensor(np.asarray(stats.values, dtype=float)), float(stats.n), params)
+    logp = pt.as_tensor(statistics_loglik(stats, params, bool(noise_aware)))
     if logp.type.ndim != 0:
         raise ValueError(
             f"observe_stats({name!r}): the parameters must describe all records at once (scalars, or one vector "

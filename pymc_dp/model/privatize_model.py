@@ -22,7 +22,7 @@ from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import ancestors
 from ._graph import data_leaves, describe_leaf
-from .observe import _register
+from .observe import _register, statistics_loglik
 
 __all__ = ["privatize_model", "PrivatisedModel", "split_epsilon"]
 
@@ -43,12 +43,15 @@ class PrivatisedModel:
         The ledger that was charged.
     dropped
         Deterministics that depended on the records and were left out, with why.
+    noise_aware
+        ``{observed variable name: whether its likelihood models the noise}``.
     """
 
     model: Any
     statistics: Mapping[str, PrivateStatistics]
     ledger: PrivacyLedger = field(repr=False)
     dropped: Mapping[str, str] = field(default_factory=dict)
+    noise_aware: Mapping[str, bool] = field(default_factory=dict)
 
 
 def split_epsilon(epsilon: float, names: list[str], weights: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -132,7 +135,7 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str) -> dict[str,
 
 
 def _rebuild_without_records(
-    model: Any, stats: Mapping[str, PrivateStatistics], record_counts: list[int]
+    model: Any, stats: Mapping[str, PrivateStatistics], record_counts: list[int], noise_aware: Mapping[str, bool]
 ) -> tuple[Any, dict[str, str]]:
     import pytensor.tensor as pt
     from pymc.model.fgraph import (
@@ -163,8 +166,7 @@ def _rebuild_without_records(
         name = node.outputs[0].name
         s = stats[name]
         _, params = s.family.from_dist(node.inputs[0])
-        logp = s.family.loglik(pt.as_tensor(np.asarray(s.values, dtype=float)), float(s.n), params)
-        pot = model_potential(logp)
+        pot = model_potential(pt.as_tensor(statistics_loglik(s, params, noise_aware[name])))
         pot.name = f"{name}_stats"
         potentials.append(pot)
 
@@ -212,6 +214,7 @@ def privatize_model(
     epsilon_split: Mapping[str, float] | None = None,
     neighbouring: str | None = None,
     rng: Any = None,
+    noise_aware: bool | str = "auto",
 ) -> PrivatisedModel:
     """Privatise every observed variable of ``model`` and return a record-free copy.
 
@@ -240,6 +243,11 @@ def privatize_model(
         ``"replace"``).
     rng
         ``None`` for secure noise, or a seed / Generator for seeded noise.
+    noise_aware
+        ``"auto"`` (default): the noise-aware likelihood (the true statistic summed
+        out against the known noise) for each variable whose family has one and
+        whose N is public, the plug-in likelihood otherwise; ``True``: noise-aware
+        for every variable (an error where unavailable); ``False``: plug-in.
 
     Returns
     -------
@@ -263,13 +271,14 @@ def privatize_model(
         raise ValueError("bounds must map observed variable names to their bounds, e.g. {'y': {'x': (0, 1)}}.")
 
     plans = _plan(model, dict(bounds or {}), ledger.neighbouring)
+    aware = {name: _use_noise_aware(noise_aware, p.family, p.neighbouring, name) for name, p in plans.items()}
     shares = split_epsilon(eps, list(plans), epsilon_split)
     ledger.check_all([
         LedgerEntry("laplace", shares[name], event=p.laplace_event(shares[name]), neighbouring=ledger.neighbouring)
         for name, p in plans.items()
     ])
     stats = {name: release_statistics(p, shares[name], ledger=ledger, rng=rng) for name, p in plans.items()}
-    new_model, dropped = _rebuild_without_records(model, stats, [p.n for p in plans.values()])
+    new_model, dropped = _rebuild_without_records(model, stats, [p.n for p in plans.values()], aware)
     if dropped:
         warnings.warn(
             "privatize_model left out Deterministic(s) of the records: " + ", ".join(sorted(dropped)),
@@ -278,4 +287,19 @@ def privatize_model(
         )
     for s in stats.values():
         _register(new_model, s)
-    return PrivatisedModel(model=new_model, statistics=stats, ledger=ledger, dropped=dropped)
+    return PrivatisedModel(model=new_model, statistics=stats, ledger=ledger, dropped=dropped, noise_aware=aware)
+
+
+def _use_noise_aware(setting: bool | str, family: Any, neighbouring: str, name: str) -> bool:
+    """Decide, before anything is spent, which likelihood each observed variable gets."""
+    available = family.supports_noise_aware and neighbouring == "replace"
+    if setting == "auto":
+        return available
+    if setting is True and not available:
+        raise ValueError(
+            f"observed variable {name!r}: no noise-aware likelihood for the {family.name} family under "
+            f"{neighbouring!r} neighbouring; use noise_aware='auto' or False (nothing was spent)."
+        )
+    if isinstance(setting, bool):
+        return setting
+    raise ValueError(f"noise_aware must be 'auto', True or False, got {setting!r}.")
