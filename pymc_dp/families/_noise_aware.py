@@ -60,7 +60,8 @@ def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, meth
 
     ``method``: ``"exact"`` (sum over all counts), ``"clt"`` (normal approximation
     convolved with the noise) or ``"auto"`` (exact up to
-    :data:`EXACT_SUM_MAX_TRIALS` trials, CLT above).
+    :data:`EXACT_SUM_MAX_TRIALS` trials, CLT above). ``p`` may be a scalar or a
+    vector (e.g. a grid of values): the result has its shape. ``z`` may be symbolic.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -69,9 +70,9 @@ def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, meth
         method = "exact" if trials <= EXACT_SUM_MAX_TRIALS else "clt"
     if method == "exact":
         k = pt.arange(int(trials) + 1)
-        log_count = pm.logp(pm.Binomial.dist(n=int(trials), p=p), k)
+        log_count = pm.logp(pm.Binomial.dist(n=int(trials), p=pt.as_tensor(p)[..., None]), k)
         log_noise = -pt.abs(z - k) / b - math.log(2.0 * b)
-        return pt.logsumexp(log_count + log_noise)
+        return pt.logsumexp(log_count + log_noise, axis=-1)
     if method == "clt":
         mean = trials * p
         sd = pt.sqrt(trials * p * (1 - p))
