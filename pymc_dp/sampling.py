@@ -85,8 +85,8 @@ def sample(
         seeded noise. (``random_seed`` seeds the sampler only.)
     noise_aware
         With the privacy flag: ``"auto"`` (default) models the noise for every
-        observed variable whose family has a noise-aware likelihood (Bernoulli and
-        Binomial so far, N public) and plugs the statistics in for the others;
+        observed variable whose family has a noise-aware likelihood (see
+        :func:`pymc_dp.observe_stats`; N public) and plugs the statistics in for the others;
         ``True`` / ``False`` force one or the other (see :func:`pymc_dp.observe_stats`).
     model
         The model (default: the enclosing ``with`` block's).

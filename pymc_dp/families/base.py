@@ -131,12 +131,20 @@ class Family(ABC):
     supports_noise_aware: ClassVar[bool] = False
 
     def noise_aware_loglik(
-        self, noisy: np.ndarray, n: float, scale: float, neighbouring: str, params: Mapping[str, Any]
+        self,
+        noisy: np.ndarray,
+        n: float,
+        scale: float,
+        neighbouring: str,
+        params: Mapping[str, Any],
+        bounds: Mapping[str, Any] | None = None,
     ) -> Any:
         """Log-likelihood of the *released* (noisy, unprojected) statistics, the noise modelled.
 
         Families that support it (``supports_noise_aware``) marginalise the true
         statistic against the Laplace noise of scale ``scale``; the others refuse.
+        ``bounds`` are the release's declared data bounds (records were clipped to
+        them, which changes the distribution of the true statistic).
         """
         raise ValueError(
             f"the {self.name} family has no noise-aware likelihood yet; use noise_aware=False (the plug-in "

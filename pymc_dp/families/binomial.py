@@ -107,7 +107,13 @@ class Binomial(Family):
     supports_noise_aware = True
 
     def noise_aware_loglik(
-        self, noisy: np.ndarray, n: float, scale: float, neighbouring: str, params: Mapping[str, Any]
+        self,
+        noisy: np.ndarray,
+        n: float,
+        scale: float,
+        neighbouring: str,
+        params: Mapping[str, Any],
+        bounds: Mapping[str, Any] | None = None,
     ) -> Any:
         """``log p(z | p)``: the released count z = S + Laplace(scale), S ~ Binomial(N·n_trials, p) summed out.
 

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ._bounded_sum import BoundedPositiveSum
+from ._bounded_sum import BoundedPositiveSum, as_float64, clt_noise_aware_logp
 from ._params import rate_from_scale, require_op, scalar_param
 from .base import dist_params
 
@@ -44,6 +44,40 @@ class Exponential(BoundedPositiveSum):
         s, count = self.sum_and_count(values, n)
         lam = params["lam"]
         return pt.as_tensor_variable(count * pt.log(lam) - lam * s)
+
+    supports_noise_aware = True
+
+    def noise_aware_loglik(
+        self,
+        noisy: np.ndarray,
+        n: float,
+        scale: float,
+        neighbouring: str,
+        params: Mapping[str, Any],
+        bounds: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """``log p(z | λ)`` of the released ``z = Σx + Laplace(0, scale)``, N public.
+
+        Models Σx by the central limit theorem, ``Σx ≈ Normal(N/λ, N/λ²)`` (mean 1/λ
+        and variance 1/λ² of one record), convolved exactly with the Laplace noise.
+        The moments are those of the *unclipped* Exponential(λ): accurate when few
+        records fall outside ``bounds["x"]``; heavy clipping is not modelled.
+
+        Parameters
+        ----------
+        noisy, n, scale, neighbouring
+            The released (unprojected) sum, the public N, the Laplace scale b and the
+            relation (``"replace"`` only).
+        params
+            ``{"lam": λ}`` (the rate).
+
+        Raises
+        ------
+        ValueError
+            Under ``"add_remove"`` (N private: not supported yet).
+        """
+        lam = as_float64(params["lam"])
+        return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, 1.0 / lam, 1.0 / (lam * lam))
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Exponential", dict[str, Any]]:

@@ -43,6 +43,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._params import clip_interval, constant_value, positive_float, relation, require_op, scalar_param
+from ._bounded_sum import as_float64, clt_noise_aware_logp
 from .base import Family, check_bound_pair, dist_params, statistic_length
 
 __all__ = ["Normal", "moment_pair_sensitivity"]
@@ -195,6 +196,52 @@ class Normal(Family):
         sigma = params["sigma"]
         quad = s2 - 2.0 * mu * s1 + count * mu * mu
         return pt.as_tensor_variable(-quad / (2.0 * sigma * sigma) - count * pt.log(sigma))
+
+    @property  # type: ignore[override]
+    def supports_noise_aware(self) -> bool:  # type: ignore[override]
+        """True when σ is known (one released number, Σx); with σ unknown (Σx, Σx²) it is not supported yet."""
+        return self.known_sigma
+
+    def noise_aware_loglik(
+        self,
+        noisy: np.ndarray,
+        n: float,
+        scale: float,
+        neighbouring: str,
+        params: Mapping[str, Any],
+        bounds: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """``log p(z | μ)`` of the released ``z = Σx + Laplace(0, scale)``, σ known, N public.
+
+        Models Σx by the central limit theorem (exact here for unclipped records):
+        ``Σx ~ Normal(N μ, N σ²)``, convolved exactly with the Laplace noise (the
+        normal-Laplace density). The moments are those of the *unclipped* Normal(μ, σ²):
+        accurate when few records fall outside ``bounds["x"]``; heavy clipping pulls
+        Σx towards the box and is not modelled.
+
+        Parameters
+        ----------
+        noisy
+            The released, unprojected statistic (Σx + noise).
+        n
+            The public number of records N.
+        scale
+            The Laplace scale b.
+        neighbouring
+            ``"replace"`` (the only relation supported).
+        params
+            ``{"mu": μ}`` (a ``"sigma"`` entry is ignored: σ is the family's).
+
+        Raises
+        ------
+        ValueError
+            With σ unknown (two released numbers), or under ``"add_remove"`` (N private).
+        """
+        if not self.known_sigma:
+            return super().noise_aware_loglik(noisy, n, scale, neighbouring, params)
+        mu = as_float64(params["mu"])
+        var = float(self.sigma) ** 2  # type: ignore[arg-type]
+        return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, mu, var)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Normal", dict[str, Any]]:

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .base import Family, dist_params, rv_op_name, statistic_length
+from ._bounded_sum import as_float64, clt_noise_aware_logp
 from ._params import scalar_param
 
 __all__ = ["Poisson"]
@@ -113,6 +114,69 @@ class Poisson(Family):
         s, count = self.sum_and_count(values, n)
         mu = params["mu"]
         return s * pt.log(mu) - count * mu
+
+    @staticmethod
+    def clipped_moments(mu: Any, upper: int) -> tuple[Any, Any]:
+        """Mean and variance of ``min(X, U)``, X ~ Poisson(μ) (PyTensor, differentiable in μ).
+
+        Exact: ``P(min(X, U) = k) = P(X = k)`` for k < U and ``P(X ≥ U)`` at k = U, so
+        ``m = Σ_{k<U} k p_k + U·P(X ≥ U)`` and
+        ``v = Σ_{k<U} (k − m)² p_k + (U − m)²·P(X ≥ U)`` (a sum of non-negative terms).
+        """
+        import pymc as pm
+        import pytensor.tensor as pt
+
+        upper = int(upper)
+        # a Python-float μ would become a float32 constant (PyTensor's smallest exact dtype)
+        mu = as_float64(mu)
+        k = pt.arange(upper)
+        pmf = pt.exp(pm.logp(pm.Poisson.dist(mu=mu), k))
+        tail = pt.maximum(1.0 - pt.sum(pmf), 0.0)
+        mean = pt.sum(k * pmf) + upper * tail
+        var = pt.sum((k - mean) ** 2 * pmf) + (upper - mean) ** 2 * tail
+        return mean, var
+
+    supports_noise_aware = True
+
+    def noise_aware_loglik(
+        self,
+        noisy: np.ndarray,
+        n: float,
+        scale: float,
+        neighbouring: str,
+        params: Mapping[str, Any],
+        bounds: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """``log p(z | μ)`` of the released ``z = Σ min(xᵢ, U) + Laplace(0, scale)``, N public.
+
+        Models the clipped sum by the central limit theorem,
+        ``S ≈ Normal(N m(μ), N v(μ))``, with m, v the exact mean and variance of one
+        *clipped* record ``min(X, U)`` (:meth:`clipped_moments`), convolved exactly
+        with the Laplace noise.
+
+        Parameters
+        ----------
+        noisy, n, scale, neighbouring
+            The released (unprojected) sum, the public N, the Laplace scale b and the
+            relation (``"replace"`` only).
+        params
+            ``{"mu": μ}``.
+        bounds
+            The release's bounds ``{"upper": U}`` (``stats.bounds``; ``observe_stats``
+            and the privacy flag pass them). Without them the moments of the
+            *unclipped* Poisson, m = v = μ, are used: accurate only when P(X > U) is small.
+
+        Raises
+        ------
+        ValueError
+            Under ``"add_remove"`` (N private: not supported yet).
+        """
+        mu = as_float64(params["mu"])
+        if bounds is not None and bounds.get("upper") is not None:
+            mean, var = self.clipped_moments(mu, int(math.floor(float(bounds["upper"]))))
+        else:
+            mean, var = mu, mu
+        return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, mean, var)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Poisson", dict[str, Any]]:

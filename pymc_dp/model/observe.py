@@ -54,10 +54,13 @@ def statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], noise
     if noise_aware:
         if not family.supports_noise_aware:
             raise ValueError(
-                f"the {family.name} family has no noise-aware likelihood yet (supported: Bernoulli, Binomial); "
-                "pass noise_aware=False for the plug-in likelihood."
+                f"{family!r} has no noise-aware likelihood yet (supported: Bernoulli, Binomial, Poisson, "
+                "Exponential, Gamma with known shape, Normal with known sigma); pass noise_aware=False for the "
+                "plug-in likelihood."
             )
-        return family.noise_aware_loglik(stats.noisy, stats.n, stats.scale, stats.neighbouring, params)
+        return family.noise_aware_loglik(
+            stats.noisy, stats.n, stats.scale, stats.neighbouring, params, bounds=stats.bounds
+        )
     return family.loglik(pt.as_tensor(np.asarray(stats.values, dtype=float)), float(stats.n), params)
 
 
@@ -80,10 +83,11 @@ def observe_stats(
     * plug-in (``noise_aware=False``): the family's exponential-family
       log-likelihood with the noisy, projected statistics plugged in as if exact;
       over-confident when the noise is not small next to the statistic's spread;
-    * noise-aware (``noise_aware=True``, Bernoulli and Binomial so far): the
-      likelihood of the value actually released (noisy, unprojected), the true
-      statistic summed out against the known Laplace noise, so the posterior
-      carries the uncertainty the noise added.
+    * noise-aware (``noise_aware=True``; Bernoulli, Binomial, Poisson, Exponential,
+      Gamma with known shape and Normal with known σ, N public): the likelihood of
+      the value actually released (noisy, unprojected), the true statistic summed
+      or integrated out against the known Laplace noise, so the posterior carries
+      the uncertainty the noise added.
 
     Parameters
     ----------
