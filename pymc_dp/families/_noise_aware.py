@@ -23,7 +23,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["normal_laplace_logpdf", "laplace_marginal_count_logp", "EXACT_SUM_MAX_TRIALS"]
+import numpy as np
+
+from ._params import relation
+
+__all__ = [
+    "normal_laplace_logpdf",
+    "laplace_marginal_count_logp",
+    "clt_noise_aware_logp",
+    "as_float64",
+    "EXACT_SUM_MAX_TRIALS",
+]
 
 #: Above this many possible values of the true count, the exact sum gives way to the
 #: CLT approximation (both agree to well under 1% of a posterior sd there: see tests).
@@ -78,3 +88,56 @@ def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, meth
         sd = pt.sqrt(trials * p * (1 - p))
         return normal_laplace_logpdf(z, mean, sd, b)
     raise ValueError(f"method must be 'auto', 'exact' or 'clt', got {method!r}.")
+
+
+def as_float64(x: Any) -> Any:
+    """``x`` as a float64 PyTensor variable (a Python float would otherwise become a float32 constant)."""
+    import pytensor.tensor as pt
+
+    return pt.cast(pt.as_tensor_variable(x), "float64")
+
+
+def clt_noise_aware_logp(
+    family: str, noisy: Any, n: float, scale: float, neighbouring: str, mean: Any, var: Any
+) -> Any:
+    """log p(z | θ) for a released sum ``z = S + Laplace(0, scale)``, S by the central limit theorem.
+
+    ``S = Σᵢ s(xᵢ)`` over N (public) records is modelled as
+    ``Normal(N·mean, N·var)``, ``mean`` and ``var`` being the mean and variance of
+    one (clipped) record as PyTensor expressions of the parameters; the Laplace noise
+    is convolved in exactly (:func:`~pymc_dp.families._noise_aware.normal_laplace_logpdf`).
+
+    Parameters
+    ----------
+    family
+        The family's name (for error messages).
+    noisy
+        The released, unprojected statistic (its first coordinate is used).
+    n
+        The public number of records N.
+    scale
+        The Laplace scale b of the release.
+    neighbouring
+        Must be ``"replace"``: under add/remove N is private (not supported yet).
+    mean, var
+        Mean and variance of one record's statistic.
+
+    Raises
+    ------
+    ValueError
+        Under ``"add_remove"`` neighbouring.
+    """
+    import pytensor.tensor as pt
+
+    if relation(neighbouring) != "replace":
+        raise ValueError(
+            f"the noise-aware {family} likelihood needs N public (replace-one neighbouring); under add/remove "
+            "(N private) it is not supported yet: use noise_aware=False."
+        )
+    b = float(scale)
+    count = float(n)
+    z = pt.as_tensor_variable(float(np.ravel(noisy)[0]))
+    # A variance floor of (1e-10·b)² keeps the density finite when Var S → 0 (e.g. a
+    # Poisson with μ far above U) and changes it by a relative O(1e-20): the noise dominates.
+    sd = pt.sqrt(count * var + (1e-10 * b) ** 2)
+    return normal_laplace_logpdf(z, count * mean, sd, b)

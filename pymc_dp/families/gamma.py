@@ -24,7 +24,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ._bounded_sum import BoundedPositiveSum, as_float64, clt_noise_aware_logp
+from ._bounded_sum import BoundedPositiveSum
+from ._noise_aware import as_float64, clt_noise_aware_logp
 from ._params import constant_value, positive_float, rate_from_scale, require_op, scalar_param
 from .base import dist_params
 

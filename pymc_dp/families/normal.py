@@ -43,7 +43,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._params import clip_interval, constant_value, positive_float, relation, require_op, scalar_param
-from ._bounded_sum import as_float64, clt_noise_aware_logp
+from ._noise_aware import as_float64, clt_noise_aware_logp
 from .base import Family, check_bound_pair, dist_params, statistic_length
 
 __all__ = ["Normal", "moment_pair_sensitivity"]

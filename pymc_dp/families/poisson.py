@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .base import Family, dist_params, rv_op_name, statistic_length
-from ._bounded_sum import as_float64, clt_noise_aware_logp
+from ._noise_aware import as_float64, clt_noise_aware_logp
 from ._params import scalar_param
 
 __all__ = ["Poisson"]
