@@ -63,15 +63,14 @@ def _count_logp_fn(trials, b, method):
 
 
 def test_exact_and_clt_count_likelihoods_agree_where_both_apply():
-    trials, b = 5000, 5.0
+    trials, b = EXACT_SUM_MAX_TRIALS, 5.0  # the switch point: the largest exact sum
     z = 0.3 * trials + 4.2
     _, m_exact, s_exact = _grid_posterior(_count_logp_fn(trials, b, "exact")(z, GRID))
     _, m_clt, s_clt = _grid_posterior(_count_logp_fn(trials, b, "clt")(z, GRID))
-    # At 5,000 trials the binomial is close to normal: posterior means agree to 2% of a
-    # posterior sd and the sds to 2%. (EXACT_SUM_MAX_TRIALS switches at a larger size.)
+    # At the switch point the binomial is close to normal: posterior means agree to 2% of
+    # a posterior sd and the sds to 2%, so "auto" is accurate on both sides of it.
     assert abs(m_exact - m_clt) < 0.02 * s_exact
     assert s_clt == pytest.approx(s_exact, rel=0.02)
-    assert EXACT_SUM_MAX_TRIALS >= trials
 
 
 def test_huge_epsilon_noise_aware_posterior_is_the_non_private_one():

@@ -37,7 +37,7 @@ __all__ = [
 
 #: Above this many possible values of the true count, the exact sum gives way to the
 #: CLT approximation (both agree to well under 1% of a posterior sd there: see tests).
-EXACT_SUM_MAX_TRIALS = 20_000
+EXACT_SUM_MAX_TRIALS = 5_000
 
 
 def _log_term(r: Any, e: Any, x: Any, quad: Any) -> Any:
