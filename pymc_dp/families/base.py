@@ -130,6 +130,14 @@ class Family(ABC):
     #: Whether :meth:`noise_aware_loglik` is available for this family.
     supports_noise_aware: ClassVar[bool] = False
 
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """Mean and variance of one record's released statistic (families releasing one number).
+
+        A family that defines it (and sets ``supports_noise_aware``) gets the
+        central-limit noise-aware likelihood of :meth:`noise_aware_loglik`.
+        """
+        raise ValueError(f"the {self.name} family has no noise-aware likelihood yet; use noise_aware=False.")
+
     def noise_aware_loglik(
         self,
         noisy: np.ndarray,
@@ -139,17 +147,25 @@ class Family(ABC):
         params: Mapping[str, Any],
         bounds: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Log-likelihood of the *released* (noisy, unprojected) statistics, the noise modelled.
+        """Log-likelihood of the *released* (noisy, unprojected) statistic, the noise modelled.
 
-        Families that support it (``supports_noise_aware``) marginalise the true
-        statistic against the Laplace noise of scale ``scale``; the others refuse.
-        ``bounds`` are the release's declared data bounds (records were clipped to
-        them, which changes the distribution of the true statistic).
+        The default is the central-limit form: the released sum over N public records
+        is ``Normal(N·m, N·v)`` (m, v from :meth:`record_moments`) convolved exactly
+        with the Laplace noise of scale ``scale``
+        (:func:`~pymc_dp.families._noise_aware.clt_noise_aware_logp`). Count families
+        override it with an exact sum. ``bounds`` are the release's declared data
+        bounds (records were clipped to them, which changes the true statistic's
+        distribution). Families without one refuse with a ``ValueError``.
         """
-        raise ValueError(
-            f"the {self.name} family has no noise-aware likelihood yet; use noise_aware=False (the plug-in "
-            "likelihood) for it."
-        )
+        from ._noise_aware import clt_noise_aware_logp  # imported here: _noise_aware -> _params -> base
+
+        if not self.supports_noise_aware:
+            raise ValueError(
+                f"the {self.name} family has no noise-aware likelihood yet; use noise_aware=False (the plug-in "
+                "likelihood) for it."
+            )
+        mean, var = self.record_moments(params, bounds)
+        return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, mean, var)
 
     @classmethod
     @abstractmethod

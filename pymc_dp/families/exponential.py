@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._bounded_sum import BoundedPositiveSum
-from ._noise_aware import as_float64, clt_noise_aware_logp
+from ._noise_aware import as_float64
 from ._params import rate_from_scale, require_op, scalar_param
 from .base import dist_params
 
@@ -48,37 +48,15 @@ class Exponential(BoundedPositiveSum):
 
     supports_noise_aware = True
 
-    def noise_aware_loglik(
-        self,
-        noisy: np.ndarray,
-        n: float,
-        scale: float,
-        neighbouring: str,
-        params: Mapping[str, Any],
-        bounds: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """``log p(z | λ)`` of the released ``z = Σx + Laplace(0, scale)``, N public.
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """Mean 1/λ and variance 1/λ² of one record (``params = {"lam": λ}``, the rate).
 
-        Models Σx by the central limit theorem, ``Σx ≈ Normal(N/λ, N/λ²)`` (mean 1/λ
-        and variance 1/λ² of one record), convolved exactly with the Laplace noise.
-        The moments are those of the *unclipped* Exponential(λ): accurate when few
-        records fall outside ``bounds["x"]``; heavy clipping is not modelled.
-
-        Parameters
-        ----------
-        noisy, n, scale, neighbouring
-            The released (unprojected) sum, the public N, the Laplace scale b and the
-            relation (``"replace"`` only).
-        params
-            ``{"lam": λ}`` (the rate).
-
-        Raises
-        ------
-        ValueError
-            Under ``"add_remove"`` (N private: not supported yet).
+        These are the moments of the *unclipped* Exponential(λ): accurate for the
+        noise-aware likelihood when few records fall outside ``bounds["x"]``; heavy
+        clipping is not modelled.
         """
         lam = as_float64(params["lam"])
-        return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, 1.0 / lam, 1.0 / (lam * lam))
+        return 1.0 / lam, 1.0 / (lam * lam)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Exponential", dict[str, Any]]:

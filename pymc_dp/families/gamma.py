@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._bounded_sum import BoundedPositiveSum
-from ._noise_aware import as_float64, clt_noise_aware_logp
+from ._noise_aware import as_float64
 from ._params import constant_value, positive_float, rate_from_scale, require_op, scalar_param
 from .base import dist_params
 
@@ -69,40 +69,15 @@ class Gamma(BoundedPositiveSum):
 
     supports_noise_aware = True
 
-    def noise_aware_loglik(
-        self,
-        noisy: np.ndarray,
-        n: float,
-        scale: float,
-        neighbouring: str,
-        params: Mapping[str, Any],
-        bounds: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """``log p(z | β)`` of the released ``z = Σx + Laplace(0, scale)``, N public.
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """Mean α/β and variance α/β² of one record (``params = {"beta": β}``, the rate; α known).
 
-        Models Σx by the central limit theorem, ``Σx ≈ Normal(N α/β, N α/β²)`` (mean
-        α/β and variance α/β² of one record, α the known shape), convolved exactly
-        with the Laplace noise. The moments are those of the *unclipped* Gamma(α, β):
-        accurate when few records fall outside ``bounds["x"]``; heavy clipping is not
-        modelled.
-
-        Parameters
-        ----------
-        noisy, n, scale, neighbouring
-            The released (unprojected) sum, the public N, the Laplace scale b and the
-            relation (``"replace"`` only).
-        params
-            ``{"beta": β}`` (the rate).
-
-        Raises
-        ------
-        ValueError
-            Under ``"add_remove"`` (N private: not supported yet).
+        These are the moments of the *unclipped* Gamma(α, β): accurate for the
+        noise-aware likelihood when few records fall outside ``bounds["x"]``; heavy
+        clipping is not modelled.
         """
         beta = as_float64(params["beta"])
-        return clt_noise_aware_logp(
-            self.name, noisy, n, scale, neighbouring, self.shape / beta, self.shape / (beta * beta)
-        )
+        return self.shape / beta, self.shape / (beta * beta)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Gamma", dict[str, Any]]:

@@ -43,7 +43,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ._params import clip_interval, constant_value, positive_float, relation, require_op, scalar_param
-from ._noise_aware import as_float64, clt_noise_aware_logp
+from ._noise_aware import as_float64
 from .base import Family, check_bound_pair, dist_params, statistic_length
 
 __all__ = ["Normal", "moment_pair_sensitivity"]
@@ -202,46 +202,17 @@ class Normal(Family):
         """True when σ is known (one released number, Σx); with σ unknown (Σx, Σx²) it is not supported yet."""
         return self.known_sigma
 
-    def noise_aware_loglik(
-        self,
-        noisy: np.ndarray,
-        n: float,
-        scale: float,
-        neighbouring: str,
-        params: Mapping[str, Any],
-        bounds: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """``log p(z | μ)`` of the released ``z = Σx + Laplace(0, scale)``, σ known, N public.
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """Mean μ and variance σ² of one record, σ the family's known σ (``params = {"mu": μ}``).
 
-        Models Σx by the central limit theorem (exact here for unclipped records):
-        ``Σx ~ Normal(N μ, N σ²)``, convolved exactly with the Laplace noise (the
-        normal-Laplace density). The moments are those of the *unclipped* Normal(μ, σ²):
-        accurate when few records fall outside ``bounds["x"]``; heavy clipping pulls
-        Σx towards the box and is not modelled.
-
-        Parameters
-        ----------
-        noisy
-            The released, unprojected statistic (Σx + noise).
-        n
-            The public number of records N.
-        scale
-            The Laplace scale b.
-        neighbouring
-            ``"replace"`` (the only relation supported).
-        params
-            ``{"mu": μ}`` (a ``"sigma"`` entry is ignored: σ is the family's).
-
-        Raises
-        ------
-        ValueError
-            With σ unknown (two released numbers), or under ``"add_remove"`` (N private).
+        These are the moments of the *unclipped* Normal(μ, σ²) (Σx is then exactly
+        normal): accurate for the noise-aware likelihood when few records fall outside
+        ``bounds["x"]``; heavy clipping is not modelled. With σ unknown the release has
+        two numbers and there is no noise-aware likelihood yet.
         """
         if not self.known_sigma:
-            return super().noise_aware_loglik(noisy, n, scale, neighbouring, params)
-        mu = as_float64(params["mu"])
-        var = float(self.sigma) ** 2  # type: ignore[arg-type]
-        return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, mu, var)
+            raise ValueError("the noise-aware Normal likelihood needs a known sigma (one released number, Σx).")
+        return as_float64(params["mu"]), float(self.sigma) ** 2  # type: ignore[arg-type]
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Normal", dict[str, Any]]:

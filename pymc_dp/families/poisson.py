@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .base import Family, dist_params, rv_op_name, statistic_length
-from ._noise_aware import as_float64, clt_noise_aware_logp
+from ._noise_aware import as_float64
 from ._params import scalar_param
 
 __all__ = ["Poisson"]
@@ -138,45 +138,17 @@ class Poisson(Family):
 
     supports_noise_aware = True
 
-    def noise_aware_loglik(
-        self,
-        noisy: np.ndarray,
-        n: float,
-        scale: float,
-        neighbouring: str,
-        params: Mapping[str, Any],
-        bounds: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """``log p(z | μ)`` of the released ``z = Σ min(xᵢ, U) + Laplace(0, scale)``, N public.
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """Mean and variance of one *clipped* record min(X, U), X ~ Poisson(μ) (:meth:`clipped_moments`).
 
-        Models the clipped sum by the central limit theorem,
-        ``S ≈ Normal(N m(μ), N v(μ))``, with m, v the exact mean and variance of one
-        *clipped* record ``min(X, U)`` (:meth:`clipped_moments`), convolved exactly
-        with the Laplace noise.
-
-        Parameters
-        ----------
-        noisy, n, scale, neighbouring
-            The released (unprojected) sum, the public N, the Laplace scale b and the
-            relation (``"replace"`` only).
-        params
-            ``{"mu": μ}``.
-        bounds
-            The release's bounds ``{"upper": U}`` (``stats.bounds``; ``observe_stats``
-            and the privacy flag pass them). Without them the moments of the
-            *unclipped* Poisson, m = v = μ, are used: accurate only when P(X > U) is small.
-
-        Raises
-        ------
-        ValueError
-            Under ``"add_remove"`` (N private: not supported yet).
+        ``bounds`` are the release's ``{"upper": U}`` (``observe_stats`` and the
+        privacy flag pass them). Without them the moments of the *unclipped* Poisson,
+        m = v = μ, are used: accurate only when P(X > U) is small.
         """
         mu = as_float64(params["mu"])
         if bounds is not None and bounds.get("upper") is not None:
-            mean, var = self.clipped_moments(mu, int(math.floor(float(bounds["upper"]))))
-        else:
-            mean, var = mu, mu
-        return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, mean, var)
+            return self.clipped_moments(mu, int(math.floor(float(bounds["upper"]))))
+        return mu, mu
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Poisson", dict[str, Any]]:
