@@ -283,17 +283,13 @@ def test_observe_stats_noise_aware_samples_with_nuts(case):
     assert abs(draws.mean() - case.truth) < 6 * draws.std() + 0.02
 
 
-def test_normal_unknown_sigma_refuses_noise_aware():
+def test_normal_unknown_sigma_needs_latent_noise_mixing_outside_observe_stats():
+    """Two released numbers (Σx, Σx²): the family alone cannot build the likelihood without the latents."""
     data = np.random.default_rng(0).normal(0.0, 1.0, 500)
     stats = pmdp.privatize(data, Normal(), 1.0, bounds={"x": (-5.0, 5.0)}, rng=1)
-    assert not Normal().supports_noise_aware
-    assert Normal(sigma=1.0).supports_noise_aware
-    with pm.Model():
-        mu = pm.Normal("mu", 0.0, 1.0)
-        sigma = pm.HalfNormal("sigma", 1.0)
-        with pytest.raises(ValueError, match="noise"):
-            pmdp.observe_stats("lik", pm.Normal.dist(mu=mu, sigma=sigma), stats, noise_aware=True)
-    with pytest.raises(ValueError, match="noise-aware"):
+    assert Normal().supports_noise_aware and Normal().noise_mixing_size(2) == 2
+    assert Normal(sigma=1.0).noise_mixing_size(1) == 0
+    with pytest.raises(ValueError, match="latent noise-mixing"):
         Normal().noise_aware_loglik(stats.noisy, stats.n, stats.scale, "replace", {"mu": 0.0, "sigma": 1.0})
 
 

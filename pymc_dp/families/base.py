@@ -131,12 +131,24 @@ class Family(ABC):
     supports_noise_aware: ClassVar[bool] = False
 
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
-        """Mean and variance of one record's released statistic (families releasing one number).
+        """Mean and variance of one record's released statistic, as PyTensor expressions.
 
-        A family that defines it (and sets ``supports_noise_aware``) gets the
-        central-limit noise-aware likelihood of :meth:`noise_aware_loglik`.
+        For a family releasing one number: two scalars. For d numbers: a length-d mean
+        vector and a d×d covariance matrix. A family that defines it (and sets
+        ``supports_noise_aware``) gets the central-limit noise-aware likelihood of
+        :meth:`noise_aware_loglik`.
         """
         raise ValueError(f"the {self.name} family has no noise-aware likelihood yet; use noise_aware=False.")
+
+    def noise_mixing_size(self, n_released: int) -> int:
+        """How many latent noise-mixing variables :meth:`noise_aware_loglik` needs.
+
+        0 for one released number (the Laplace convolution is closed-form) and for
+        families with an exact likelihood; ``n_released`` for the multivariate
+        central-limit form (one Exponential(1) scale-mixing variable per noisy
+        coordinate; see :mod:`pymc_dp.families._noise_aware`).
+        """
+        return 0 if n_released <= 1 else n_released
 
     def noise_aware_loglik(
         self,
@@ -146,15 +158,17 @@ class Family(ABC):
         neighbouring: str,
         params: Mapping[str, Any],
         bounds: Mapping[str, Any] | None = None,
+        noise_mixing: Any = None,
     ) -> Any:
         """Log-likelihood of the *released* (noisy, unprojected) statistic, the noise modelled.
 
         The default is the central-limit form: the released sum over N public records
-        is ``Normal(N·m, N·v)`` (m, v from :meth:`record_moments`) convolved exactly
-        with the Laplace noise of scale ``scale``
-        (:func:`~pymc_dp.families._noise_aware.clt_noise_aware_logp`). Count families
-        override it with an exact sum. ``bounds`` are the release's declared data
-        bounds (records were clipped to them, which changes the true statistic's
+        is ``Normal(N·m, N·C)`` (m, C from :meth:`record_moments`) convolved with the
+        Laplace noise of scale ``scale`` — exactly in closed form for one number, through
+        the latent ``noise_mixing`` variables (:meth:`noise_mixing_size` of them) for
+        several (:func:`~pymc_dp.families._noise_aware.clt_noise_aware_logp`). Count
+        families override it with an exact sum. ``bounds`` are the release's declared
+        data bounds (records were clipped to them, which changes the true statistic's
         distribution). Families without one refuse with a ``ValueError``.
         """
         from ._noise_aware import clt_noise_aware_logp  # imported here: _noise_aware -> _params -> base
@@ -165,7 +179,7 @@ class Family(ABC):
                 "likelihood) for it."
             )
         mean, var = self.record_moments(params, bounds)
-        return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, mean, var)
+        return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, mean, var, noise_mixing)
 
     @classmethod
     @abstractmethod

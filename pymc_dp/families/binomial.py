@@ -114,6 +114,7 @@ class Binomial(Family):
         neighbouring: str,
         params: Mapping[str, Any],
         bounds: Mapping[str, Any] | None = None,
+        noise_mixing: Any = None,
     ) -> Any:
         """``log p(z | p)``: the released count z = S + Laplace(scale), S ~ Binomial(N·n_trials, p) summed out.
 

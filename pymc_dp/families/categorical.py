@@ -72,6 +72,14 @@ def count_loglik(values: Any, p: Any) -> Any:
     return pt.sum(pt.as_tensor_variable(values) * pt.log(p))
 
 
+def count_moments(p: Any, trials: int) -> tuple[Any, Any]:
+    """Mean ``t·p`` and covariance ``t·(diag p − p pᵀ)`` of one record's counts (t trials over k categories)."""
+    import pytensor.tensor as pt
+
+    p = pt.cast(pt.as_tensor_variable(p), "float64")
+    return trials * p, trials * (pt.diag(p) - pt.outer(p, p))
+
+
 class Categorical(Family):
     """Categorical likelihood over ``k`` categories; conjugate prior Dirichlet(alpha).
 
@@ -132,6 +140,17 @@ class Categorical(Family):
     def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
         """``Σ_j c_j log p_j`` (``n`` is not needed: the counts already sum to it)."""
         return count_loglik(values, params["p"])
+
+    supports_noise_aware = True
+
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """One record's one-hot vector: mean p, covariance ``diag p − p pᵀ``.
+
+        The noise-aware likelihood is the multivariate CLT form (an exact sum over all
+        histograms would cost O(N^(k−1)) per evaluation); it is accurate when every
+        expected count N·p_j is at least about 10.
+        """
+        return count_moments(params["p"], 1)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Categorical", dict[str, Any]]:

@@ -292,14 +292,7 @@ class LinearRegression(Family):
             raise ValueError(f"{self!r} expects {base} or {base + 1} statistics, got {k}.")
         values = pt.as_tensor_variable(values)
         count = values[base] if k == base + 1 else n
-        beta = pt.as_tensor_variable(params["beta"])
-        if beta.ndim == 0 and d == 1:
-            beta = beta.reshape((1,))
-        if beta.ndim != 1 or beta.type.shape[0] not in (None, d):
-            raise ValueError(
-                f"params['beta'] must be a vector of length n_features={d} (one coefficient per column of X), "
-                f"got static shape {beta.type.shape}."
-            )
+        beta = self._vector_param(params, "beta")
         sigma = params["sigma"]
         iu0, iu1 = np.triu_indices(d)
         weights = np.where(iu0 == iu1, 1.0, 2.0)
@@ -307,6 +300,72 @@ class LinearRegression(Family):
         cross = pt.dot(values[m : m + d], beta)
         yty = values[m + d]
         return -(yty - 2.0 * cross + quad) / (2.0 * sigma * sigma) - count * pt.log(sigma)
+
+    def _vector_param(self, params: Mapping[str, Any], key: str) -> Any:
+        """``params[key]`` as a length-d PyTensor vector (a scalar is accepted when d = 1)."""
+        import pytensor.tensor as pt
+
+        d = self.n_features
+        value = pt.cast(pt.as_tensor_variable(params[key]), "float64")
+        if value.ndim == 0 and d == 1:
+            value = value.reshape((1,))
+        if value.ndim != 1 or value.type.shape[0] not in (None, d):
+            raise ValueError(
+                f"params[{key!r}] must be a vector of length n_features={d} (one value per column of X), "
+                f"got static shape {value.type.shape}."
+            )
+        return value
+
+    supports_noise_aware = True
+
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """Moments of one record's products ``z_a z_b``, z = (x, y), under a Gaussian model of x.
+
+        The released statistics are sums of products of x *and* y, so their
+        distribution depends on how x is distributed, which a regression does not
+        model. The noise-aware likelihood therefore needs a model of x (as in
+        Bernstein & Sheldon 2019): ``params`` must also hold ``"x_mu"`` (the mean of x,
+        length d) and either ``"x_sigma"`` (per-feature standard deviations,
+        independent features) or ``"x_cov"`` (a d×d covariance) — model variables with
+        priors, or constants. An intercept column of ones is ``x_mu = 1, x_sigma = 0``.
+
+        Then z is Gaussian with mean ``(μₓ, βᵀμₓ)`` and covariance
+        ``[[Σₓ, Σₓβ], [βᵀΣₓ, βᵀΣₓβ + σ²]]``, and the products' moments follow from
+        Isserlis' theorem (:func:`~pymc_dp.families._noise_aware.gaussian_product_moments`).
+        Records are modelled unclipped: accurate when few fall outside ``bounds``.
+
+        Raises
+        ------
+        ValueError
+            Without ``x_mu`` and one of ``x_sigma`` / ``x_cov``.
+        """
+        import pytensor.tensor as pt
+
+        from ._noise_aware import gaussian_product_moments
+
+        d = self.n_features
+        if "x_mu" not in params or not ({"x_sigma", "x_cov"} & set(params)):
+            raise ValueError(
+                "the noise-aware linear_regression likelihood needs a model of x: add 'x_mu' (mean of each "
+                "feature) and 'x_sigma' (their standard deviations) or 'x_cov' (their covariance) to the "
+                "parameters, e.g. {'beta': beta, 'sigma': sigma, 'x_mu': x_mu, 'x_sigma': x_sigma}; or use "
+                "noise_aware=False."
+            )
+        beta = self._vector_param(params, "beta")
+        x_mu = self._vector_param(params, "x_mu")
+        if "x_cov" in params:
+            x_cov = pt.cast(pt.as_tensor_variable(params["x_cov"]), "float64")
+            if x_cov.ndim != 2:
+                raise ValueError(f"params['x_cov'] must be a {d}×{d} matrix, got {x_cov.ndim} dimension(s).")
+        else:
+            x_cov = pt.diag(self._vector_param(params, "x_sigma") ** 2)
+        sigma = pt.cast(pt.as_tensor_variable(params["sigma"]), "float64")
+        cross = pt.dot(x_cov, beta)
+        mean = pt.concatenate([x_mu, pt.dot(beta, x_mu)[None]])
+        top = pt.concatenate([x_cov, cross[:, None]], axis=1)
+        bottom = pt.concatenate([cross, (pt.dot(beta, cross) + sigma**2)[None]])[None, :]
+        cov = pt.concatenate([top, bottom], axis=0)
+        return gaussian_product_moments(mean, cov, self._pairs)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["LinearRegression", dict[str, Any]]:

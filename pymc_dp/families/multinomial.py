@@ -18,7 +18,7 @@ import numpy as np
 
 from .base import Family, dist_params, project_to_simplex, rv_op_name
 from ._params import check_count, constant_count
-from .categorical import count_loglik, dirichlet_posterior, probability_vector
+from .categorical import count_loglik, count_moments, dirichlet_posterior, probability_vector
 
 __all__ = ["Multinomial"]
 
@@ -102,6 +102,12 @@ class Multinomial(Family):
     def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
         """``Σ_j c_j log p_j`` (the multinomial coefficients do not depend on p)."""
         return count_loglik(values, params["p"])
+
+    supports_noise_aware = True
+
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """One record of n_trials draws: mean ``n_trials·p``, covariance ``n_trials·(diag p − p pᵀ)`` (CLT form)."""
+        return count_moments(params["p"], self.n_trials)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Multinomial", dict[str, Any]]:

@@ -197,22 +197,32 @@ class Normal(Family):
         quad = s2 - 2.0 * mu * s1 + count * mu * mu
         return pt.as_tensor_variable(-quad / (2.0 * sigma * sigma) - count * pt.log(sigma))
 
-    @property  # type: ignore[override]
-    def supports_noise_aware(self) -> bool:  # type: ignore[override]
-        """True when σ is known (one released number, Σx); with σ unknown (Σx, Σx²) it is not supported yet."""
-        return self.known_sigma
+    supports_noise_aware = True
 
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
-        """Mean μ and variance σ² of one record, σ the family's known σ (``params = {"mu": μ}``).
+        """Moments of one record's statistic, the record x ~ Normal(μ, σ²).
 
-        These are the moments of the *unclipped* Normal(μ, σ²) (Σx is then exactly
-        normal): accurate for the noise-aware likelihood when few records fall outside
-        ``bounds["x"]``; heavy clipping is not modelled. With σ unknown the release has
-        two numbers and there is no noise-aware likelihood yet.
+        σ known (``params = {"mu": μ}``): x has mean μ and variance σ². σ unknown
+        (``{"mu": μ, "sigma": σ}``): (x, x²) has mean (μ, μ² + σ²) and covariance
+        ``[[σ², 2μσ²], [2μσ², 2σ⁴ + 4μ²σ²]]`` (Isserlis' theorem, through
+        :func:`~pymc_dp.families._noise_aware.gaussian_product_moments` on z = (1, x)).
+
+        These are the moments of the *unclipped* Normal (Σx is then exactly normal, Σx²
+        approximately so by the CLT): accurate for the noise-aware likelihood when few
+        records fall outside ``bounds["x"]``; heavy clipping is not modelled.
         """
-        if not self.known_sigma:
-            raise ValueError("the noise-aware Normal likelihood needs a known sigma (one released number, Σx).")
-        return as_float64(params["mu"]), float(self.sigma) ** 2  # type: ignore[arg-type]
+        import pytensor.tensor as pt
+
+        from ._noise_aware import gaussian_product_moments
+
+        mu = as_float64(params["mu"])
+        if self.known_sigma:
+            return mu, float(self.sigma) ** 2  # type: ignore[arg-type]
+        var = as_float64(params["sigma"]) ** 2
+        zero = pt.zeros(())
+        mean = pt.stack([pt.ones(()), mu])
+        cov = pt.stack([pt.stack([zero, zero]), pt.stack([zero, var])])
+        return gaussian_product_moments(mean, cov, [(0, 1), (1, 1)])
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Normal", dict[str, Any]]:

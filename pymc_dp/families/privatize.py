@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -183,15 +183,23 @@ def prepare_statistics(
 
 
 def release_statistics(
-    prepared: PreparedStatistics, epsilon: float, *, ledger: PrivacyLedger, rng: Any = None
+    prepared: PreparedStatistics,
+    epsilon: float,
+    *,
+    ledger: PrivacyLedger,
+    rng: Any = None,
+    assumptions: Sequence[str] = (),
 ) -> PrivateStatistics:
-    """Add Laplace noise to prepared statistics (charging ``ledger`` first) and project them."""
+    """Add Laplace noise to prepared statistics (charging ``ledger`` first) and project them.
+
+    ``assumptions`` are added to the ledger entry's (besides the public N under replace).
+    """
     eps = check_epsilon(epsilon)
     if ledger.neighbouring != prepared.neighbouring:
         raise ValueError(f"the statistics were prepared under {prepared.neighbouring!r}, the ledger uses {ledger.neighbouring!r}.")
     fam, names = prepared.family, prepared.names
     touched = f"{prepared.name}:{'+'.join(names) if len(names) <= 4 else fam.name + ' statistics'}"
-    assumptions = (PUBLIC_N,) if prepared.neighbouring == "replace" else ()
+    assumptions = ((PUBLIC_N,) if prepared.neighbouring == "replace" else ()) + tuple(assumptions)
     noisy = np.atleast_1d(
         laplace_mechanism(prepared.exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
                           touched=touched, assumptions=assumptions)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -46,20 +46,39 @@ def _check_family_compatible(stats: PrivateStatistics, dist_family: Any, name: s
             )
 
 
-def statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], noise_aware: bool) -> Any:
-    """The log-likelihood term of privatised statistics: plug-in, or noise-aware."""
+def noise_mixing_name(name: str) -> str:
+    """Name of the latent noise-mixing variables of the likelihood term ``name``."""
+    return f"{name}_noise_mixing"
+
+
+def statistics_loglik(
+    stats: PrivateStatistics,
+    params: Mapping[str, Any],
+    noise_aware: bool,
+    make_mixing: Callable[[int], Any] | None = None,
+) -> Any:
+    """The log-likelihood term of privatised statistics: plug-in, or noise-aware.
+
+    ``make_mixing(d)`` creates the d latent Exponential(1) noise-mixing variables a
+    multivariate noise-aware likelihood needs (see
+    :meth:`~pymc_dp.families.base.Family.noise_mixing_size`) and returns them.
+    """
     import pytensor.tensor as pt
 
     family = stats.family
     if noise_aware:
         if not family.supports_noise_aware:
             raise ValueError(
-                f"{family!r} has no noise-aware likelihood yet (supported: Bernoulli, Binomial, Poisson, "
-                "Exponential, Gamma with known shape, Normal with known sigma); pass noise_aware=False for the "
-                "plug-in likelihood."
+                f"{family!r} has no noise-aware likelihood yet; pass noise_aware=False for the plug-in likelihood."
             )
+        size = family.noise_mixing_size(int(np.size(stats.noisy)))
+        mixing = None
+        if size:
+            if make_mixing is None:
+                raise ValueError("this noise-aware likelihood needs latent variables: build it with observe_stats.")
+            mixing = make_mixing(size)
         return family.noise_aware_loglik(
-            stats.noisy, stats.n, stats.scale, stats.neighbouring, params, bounds=stats.bounds
+            stats.noisy, stats.n, stats.scale, stats.neighbouring, params, bounds=stats.bounds, noise_mixing=mixing
         )
     return family.loglik(pt.as_tensor(np.asarray(stats.values, dtype=float)), float(stats.n), params)
 
@@ -83,11 +102,17 @@ def observe_stats(
     * plug-in (``noise_aware=False``): the family's exponential-family
       log-likelihood with the noisy, projected statistics plugged in as if exact;
       over-confident when the noise is not small next to the statistic's spread;
-    * noise-aware (``noise_aware=True``; Bernoulli, Binomial, Poisson, Exponential,
-      Gamma with known shape and Normal with known σ, N public): the likelihood of
+    * noise-aware (``noise_aware=True``; every family, N public): the likelihood of
       the value actually released (noisy, unprojected), the true statistic summed
       or integrated out against the known Laplace noise, so the posterior carries
-      the uncertainty the noise added.
+      the uncertainty the noise added. Exact for Bernoulli and Binomial counts (up
+      to 5,000 trials); the central-limit form otherwise. A release of several
+      numbers (Normal with unknown σ, Categorical, Multinomial, linear regression)
+      adds latent variables ``{name}_noise_mixing`` (one Exponential(1) per number,
+      the Laplace noise written as a scale mixture of normals) that the sampler
+      draws with the parameters; they depend on the release only, so they may be
+      released too. The linear regression also needs a model of x
+      (``x_mu`` and ``x_sigma`` or ``x_cov`` among the parameters).
 
     Parameters
     ----------
@@ -136,7 +161,12 @@ def observe_stats(
             f"observe_stats({name!r}): a parameter depends on data ({', '.join(describe_leaf(v) for v in leaves)}); "
             "with privatised statistics the likelihood may only involve model parameters and public constants."
         )
-    logp = pt.as_tensor(statistics_loglik(stats, params, bool(noise_aware)))
+
+    def make_mixing(size: int) -> Any:
+        with model:
+            return pm.Exponential(noise_mixing_name(name), 1.0, shape=size)
+
+    logp = pt.as_tensor(statistics_loglik(stats, params, bool(noise_aware), make_mixing))
     if logp.type.ndim != 0:
         raise ValueError(
             f"observe_stats({name!r}): the parameters must describe all records at once (scalars, or one vector "
