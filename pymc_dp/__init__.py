@@ -15,7 +15,14 @@ from .accounting import (
     amplify_by_subsampling,
 )
 from .families import PrivateStatistics, privatize
-from .model import observe_stats, privatize_model
+from .model import (
+    Measurement,
+    latent_sum,
+    observe_count_measurements,
+    observe_measurements,
+    observe_stats,
+    privatize_model,
+)
 from .sampling import sample
 from .trace import attach_ledger, ledger, release
 
@@ -28,13 +35,17 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "LedgerEntry",
+    "Measurement",
     "PrivacyCost",
     "PrivacyLedger",
     "PrivateStatistics",
     "__version__",
     "amplify_by_subsampling",
     "attach_ledger",
+    "latent_sum",
     "ledger",
+    "observe_count_measurements",
+    "observe_measurements",
     "observe_stats",
     "privatize",
     "privatize_model",

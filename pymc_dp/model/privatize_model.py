@@ -11,8 +11,9 @@ post-processing of the privatised statistics, and its cost does not grow with N.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import ancestors
 from ._graph import data_leaves, describe_leaf
-from .observe import _register, statistics_loglik
+from .observe import _register, noise_mixing_name, statistics_loglik
 
 __all__ = ["privatize_model", "PrivatisedModel", "split_epsilon"]
 
@@ -91,11 +92,13 @@ def _observed_records(model: Any, rv: Any) -> np.ndarray:
         raise ValueError(f"cannot read the observed data of {rv.name!r}: {err}") from None
 
 
-def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str) -> dict[str, Any]:
-    """Recognise every observed variable and prepare its exact statistics (no spending)."""
+def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: frozenset[str]) -> dict[str, Any]:
+    """Recognise every private observed variable and prepare its exact statistics (no spending)."""
     plans = {}
     unsupported = []
     for rv in model.observed_RVs:
+        if rv.name in public:
+            continue
         try:
             family, params = family_of_dist(rv)
         except ValueError as err:
@@ -135,7 +138,11 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str) -> dict[str,
 
 
 def _rebuild_without_records(
-    model: Any, stats: Mapping[str, PrivateStatistics], record_counts: list[int], noise_aware: Mapping[str, bool]
+    model: Any,
+    stats: Mapping[str, PrivateStatistics],
+    record_counts: list[int],
+    noise_aware: Mapping[str, bool],
+    public: frozenset[str] = frozenset(),
 ) -> tuple[Any, dict[str, str]]:
     import pytensor.tensor as pt
     from pymc.model.fgraph import (
@@ -156,26 +163,32 @@ def _rebuild_without_records(
             f"this model cannot be copied for privatisation ({err}); build it on pmdp.privatize + "
             "pmdp.observe_stats instead."
         ) from None
-    observed_nodes = [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]
+    all_observed = [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]
+    observed_nodes = [n for n in all_observed if n.outputs[0].name not in public]
     observed_outputs = {n.outputs[0] for n in observed_nodes}
+    # Public records stay as they are; the walks for private data stop at them.
+    public_outputs = [n.outputs[0] for n in all_observed if n.outputs[0].name in public]
     # The likelihood terms of the statistics, built now (they need the observed variables'
     # parameters) and added only after the record check below, which is about the user's
     # model: the statistics themselves are private outputs, not records.
-    potentials = []
+    new_outputs: list[Any] = []  # latent noise-mixing variables and the statistics' potentials
     for node in observed_nodes:
         name = node.outputs[0].name
         s = stats[name]
         _, params = s.family.from_dist(node.inputs[0])
-        pot = model_potential(pt.as_tensor(statistics_loglik(s, params, noise_aware[name])))
+        make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
+        pot = model_potential(pt.as_tensor(statistics_loglik(s, params, noise_aware[name], make_mixing)))
         pot.name = f"{name}_stats"
-        potentials.append(pot)
+        new_outputs.append(pot)
 
     # Deterministics of the records cannot stay: drop them and say so.
     dropped: dict[str, str] = {}
     for node in list(fg.apply_nodes):
         if isinstance(node.op, ModelDeterministic):
             anc = set(ancestors([node.inputs[0]]))
-            if anc & observed_outputs or data_leaves([node.inputs[0]], record_counts=record_counts):
+            if anc & observed_outputs or data_leaves(
+                [node.inputs[0]], blockers=public_outputs, record_counts=record_counts
+            ):
                 dropped[node.outputs[0].name] = "depends on the observed records"
     for node in list(fg.apply_nodes):
         if isinstance(node.op, ModelDeterministic) and node.outputs[0].name in dropped:
@@ -188,7 +201,9 @@ def _rebuild_without_records(
         if isinstance(node.op, ModelNamed) and all(isinstance(c.op, Output) for c, _ in fg.clients[node.outputs[0]]):
             fg.remove_node(node)
 
-    leaves = data_leaves(fg.outputs, record_counts=record_counts)
+    leaves = data_leaves(
+        [o for o in fg.outputs if o not in public_outputs], blockers=public_outputs, record_counts=record_counts
+    )
     if leaves:
         raise ValueError(
             "the model uses data outside its observed variables ("
@@ -197,12 +212,27 @@ def _rebuild_without_records(
             "prove such a model private. "
             "Make those inputs public constants, or privatise them too."
         )
-    for pot in potentials:
-        fg.add_output(pot, import_missing=True)
+    for out in new_outputs:
+        fg.add_output(out, import_missing=True)
     used_dims = {d for out in fg.outputs for d in extract_dims(out) if d is not None}
     fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
     fg._dim_lengths = {k: v for k, v in fg._dim_lengths.items() if k in used_dims}
     return model_from_fgraph(fg, mutate_fgraph=True), dropped
+
+
+def _noise_mixing_rv(name: str, new_outputs: list[Any], size: int) -> Any:
+    """A free Exponential(1) vector ``name`` (log-transformed) in FunctionGraph form, queued in ``new_outputs``."""
+    import pymc as pm
+    from pymc.distributions.transforms import log
+    from pymc.model.fgraph import model_free_rv
+
+    rv = pm.Exponential.dist(1.0, shape=size)
+    rv.name = name
+    value = rv.type(name=f"{name}_log__")
+    var = model_free_rv(rv, value, log)
+    var.name = name
+    new_outputs.append(var)
+    return var
 
 
 def privatize_model(
@@ -215,6 +245,7 @@ def privatize_model(
     neighbouring: str | None = None,
     rng: Any = None,
     noise_aware: bool | str = "auto",
+    public: Sequence[str] = (),
 ) -> PrivatisedModel:
     """Privatise every observed variable of ``model`` and return a record-free copy.
 
@@ -248,6 +279,11 @@ def privatize_model(
         out against the known noise) for each variable whose family has one and
         whose N is public, the plug-in likelihood otherwise; ``True``: noise-aware
         for every variable (an error where unavailable); ``False``: plug-in.
+    public
+        Names of observed variables whose records are *public* (non-private
+        auxiliary data, [WM10] Fig. 3b): they stay in the model as ordinary observed
+        variables, are not privatised and cost nothing. Declaring them public is the
+        analyst's claim; every ledger entry of this call records it as an assumption.
 
     Returns
     -------
@@ -265,20 +301,28 @@ def privatize_model(
         raise ValueError(f"ledger must be a pmdp.PrivacyLedger or None, got {type(ledger).__name__}.")
     elif neighbouring is not None and check_neighbouring(neighbouring) != ledger.neighbouring:
         raise ValueError(f"neighbouring={neighbouring!r} but the ledger uses {ledger.neighbouring!r}.")
-    if not model.observed_RVs:
-        raise ValueError("the model has no observed variables: there are no records to privatise.")
+    public_names = _check_public(model, public)
+    if not [rv for rv in model.observed_RVs if rv.name not in public_names]:
+        raise ValueError(
+            "the model has no private observed variables: there are no records to privatise"
+            + (" (every observed variable was declared public; sample it with pm.sample)." if public_names else ".")
+        )
     if bounds is not None and not isinstance(bounds, Mapping):
         raise ValueError("bounds must map observed variable names to their bounds, e.g. {'y': {'x': (0, 1)}}.")
 
-    plans = _plan(model, dict(bounds or {}), ledger.neighbouring)
+    plans = _plan(model, dict(bounds or {}), ledger.neighbouring, public_names)
     aware = {name: _use_noise_aware(noise_aware, p.family, p.neighbouring, name) for name, p in plans.items()}
     shares = split_epsilon(eps, list(plans), epsilon_split)
     ledger.check_all([
         LedgerEntry("laplace", shares[name], event=p.laplace_event(shares[name]), neighbouring=ledger.neighbouring)
         for name, p in plans.items()
     ])
-    stats = {name: release_statistics(p, shares[name], ledger=ledger, rng=rng) for name, p in plans.items()}
-    new_model, dropped = _rebuild_without_records(model, stats, [p.n for p in plans.values()], aware)
+    declared = (public_assumption(sorted(public_names)),) if public_names else ()
+    stats = {
+        name: release_statistics(p, shares[name], ledger=ledger, rng=rng, assumptions=declared)
+        for name, p in plans.items()
+    }
+    new_model, dropped = _rebuild_without_records(model, stats, [p.n for p in plans.values()], aware, public_names)
     if dropped:
         warnings.warn(
             "privatize_model left out Deterministic(s) of the records: " + ", ".join(sorted(dropped)),
@@ -288,6 +332,28 @@ def privatize_model(
     for s in stats.values():
         _register(new_model, s)
     return PrivatisedModel(model=new_model, statistics=stats, ledger=ledger, dropped=dropped, noise_aware=aware)
+
+
+def public_assumption(names: Sequence[str]) -> str:
+    """The ledger assumption recording which observed variables were declared public."""
+    return f"records of {', '.join(map(repr, names))} declared public by the analyst: used as they are, not privatised"
+
+
+def _check_public(model: Any, public: Any) -> frozenset[str]:
+    """``public`` as a set of observed-variable names, or a ValueError naming the bad ones."""
+    if isinstance(public, str):
+        public = (public,)
+    try:
+        names = frozenset(public)
+    except TypeError:
+        raise ValueError(f"public must be a list of observed variable names, got {public!r}.") from None
+    observed = {rv.name for rv in model.observed_RVs}
+    unknown = sorted(n for n in names if n not in observed)
+    if unknown:
+        raise ValueError(
+            f"public names {unknown}, which are not observed variables of the model (observed: {sorted(observed)})."
+        )
+    return names
 
 
 def _use_noise_aware(setting: bool | str, family: Any, neighbouring: str, name: str) -> bool:
