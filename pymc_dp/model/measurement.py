@@ -53,6 +53,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..families import PrivateStatistics
+from ..families._noise_aware import as_float64
 from ..families.base import dist_params, rv_op_name
 from ..mechanisms.geometric import geometric_variance
 from ._graph import ancestors, data_leaves, describe_leaf
@@ -79,12 +80,6 @@ LATENT_SUM_DISTRIBUTIONS = ("bernoulli", "binomial", "poisson", "normal", "expon
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _float64(x: Any) -> Any:
-    import pytensor.tensor as pt
-
-    return pt.cast(pt.as_tensor_variable(x), "float64")
 
 
 def _check_scale(scale: Any) -> float:
@@ -343,7 +338,7 @@ class Measurement:
         geometric: ``log((1−a)/(1+a)) − |z−t|/s``, a = e^{−1/s} (meaningful at
         integer t; as a function of a continuous t it is the likelihood's envelope).
         """
-        t = _float64(true_value)
+        t = as_float64(true_value)
         own = self.value.ndim
         if t.type.ndim <= own and _broadcast_problem(t.type.shape, self.value.shape):
             raise ValueError(
@@ -355,7 +350,7 @@ class Measurement:
                 f"true_value has shape {t.type.shape}: its leading axes must match value's shape {self.value.shape}."
             )
         z = self.value.reshape(self.value.shape + (1,) * max(t.type.ndim - own, 0))
-        return _elementwise_logp(self.mechanism, self.scale, _float64(z), t)
+        return _elementwise_logp(self.mechanism, self.scale, as_float64(z), t)
 
     def logp(self, true_value: Any) -> Any:
         """``log p(value | true = true_value)``, summed over the measurement's own coordinates.
@@ -559,10 +554,10 @@ def observe_count_measurements(
 
     k = pt.arange(top + 1)
     log_count = pm.logp(count, k)
-    kf = _float64(k)[None, :]
+    kf = as_float64(k)[None, :]
     noise = pt.as_tensor_variable(np.zeros(top + 1))
     for m in items:
-        z = _float64(m.value.reshape(-1)[:, None])
+        z = as_float64(m.value.reshape(-1)[:, None])
         noise = noise + _elementwise_logp(m.mechanism, m.scale, z, kf).sum(axis=0)
     pot = pm.Potential(name, pt.logsumexp(log_count + noise), model=model)
     _register_sources(model, items)
@@ -571,7 +566,7 @@ def observe_count_measurements(
 
 def _record_moments(op: str, params: list[Any]) -> tuple[Any, Any]:
     """Mean and variance of one record of the distribution ``op`` with ``params``."""
-    ps = [_float64(v) for v in params]
+    ps = [as_float64(v) for v in params]
     if op == "bernoulli":
         (p,) = ps
         return p, p * (1 - p)
