@@ -31,10 +31,15 @@ def _quiet_pymc():
 
 
 def test_normal_unknown_mean_and_variance_is_calibrated():
-    coverage = normal_coverage(100, 1.0, repeats=200, seed=0)
-    for name, (aware, plug) in coverage.items():
-        assert 0.85 <= aware <= 0.95, (name, aware, plug)
-    assert coverage["sigma"][1] < 0.7  # n = 100, ε = 1: Σx² is swamped; the plug-in σ interval is far too narrow
+    # 400 data sets (two seeds of 200): with seed 0 alone σ covered 0.845, with seed 1
+    # 0.895. At 200 data sets a calibrated method lands outside 0.85–0.95 about 2 % of
+    # the time per figure (≈ 20 % for one of the study's ten); at 400 the s.e. is 0.015.
+    runs = [normal_coverage(100, 1.0, repeats=200, seed=seed) for seed in (0, 1)]
+    for name in ("mu", "sigma"):
+        aware = sum(r[name][0] for r in runs) / 2
+        plug = sum(r[name][1] for r in runs) / 2
+        assert 0.85 <= aware <= 0.95, (name, runs)
+        assert plug < 0.6, (name, runs)  # n = 100, ε = 1: the noise swamps Σx²; plug-in intervals are far too narrow
 
 
 def test_regression_is_calibrated_at_n_1000_and_epsilon_0_1():

@@ -314,17 +314,21 @@ def plot_coverage(rows: Sequence[dict[str, Any]], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(rows) + 1.5), 3.6))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.85 * len(rows) + 1.5), 4.0))
     x = np.arange(len(rows))
-    ax.bar(x - 0.2, [r["noise_aware"] for r in rows], 0.4, label="noise-aware")
+    aware = np.array([r["noise_aware"] for r in rows])
+    # Two binomial standard errors of a calibrated method's coverage, √(0.9·0.1/repeats).
+    band = 2 * np.sqrt(0.09 / np.array([r["repeats"] for r in rows]))
+    ax.bar(x - 0.2, aware, 0.4, yerr=band, capsize=3, label="noise-aware (±2 s.e.)")
     ax.bar(x + 0.2, [r["plug_in"] for r in rows], 0.4, label="plug-in")
     ax.axhspan(0.85, 0.95, color="grey", alpha=0.2, label="0.85–0.95")
     ax.axhline(0.9, color="k", lw=1)
     names = {"beta_bernoulli": "Beta-Bern.", "normal": "Normal", "regression": "Regression"}
-    ax.set_xticks(x, [f"{names[r['study']]} {r['parameter']}\nn={r['n']} ε={r['epsilon']:g}" for r in rows], fontsize=7)
+    labels = [f"{names[r['study']]}\n{r['parameter']}\nn={r['n']}, ε={r['epsilon']:g}" for r in rows]
+    ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("coverage of 90% intervals")
     ax.set_ylim(0, 1)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
