@@ -92,11 +92,12 @@ def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, meth
     import pymc as pm
     import pytensor.tensor as pt
 
+    p = as_float64(p)  # a Python float such as 0.5 would otherwise become a float32 constant
     if method == "auto":
         method = "exact" if trials <= EXACT_SUM_MAX_TRIALS else "clt"
     if method == "exact":
         k = pt.arange(int(trials) + 1)
-        log_count = pm.logp(pm.Binomial.dist(n=int(trials), p=pt.as_tensor(p)[..., None]), k)
+        log_count = pm.logp(pm.Binomial.dist(n=int(trials), p=p[..., None]), k)
         log_noise = -pt.abs(z - k) / b - math.log(2.0 * b)
         return pt.logsumexp(log_count + log_noise, axis=-1)
     if method == "clt":
