@@ -160,8 +160,8 @@ def test_prior_hyperparameter_arrays_are_public_but_record_arrays_are_not(record
         pm.Categorical("c", p=theta, observed=np.tile([0, 1, 2, 2], 25))
     private = pmdp.privatize_model(model, 1.0, rng=1, noise_aware=False)
     assert [v.name for v in private.model.free_RVs] == ["theta"]
-    aware = pmdp.privatize_model(model, 1.0, rng=1)  # noise-aware: latent noise mixing for the 3 counts
-    assert sorted(v.name for v in aware.model.free_RVs) == ["c_noise_mixing", "theta"]
+    aware = pmdp.privatize_model(model, 1.0, rng=1)  # noise-aware: 100 records, the exact histogram sum
+    assert aware.noise_aware == {"c": True} and [v.name for v in aware.model.free_RVs] == ["theta"]
     with pm.Model() as model:
         p = pm.Beta("p", 1, 1)
         pm.Deterministic("weighted", p * np.linspace(0, 1, len(records)).sum())  # scalar: fine

@@ -287,8 +287,8 @@ def test_normal_unknown_sigma_needs_latent_noise_mixing_outside_observe_stats():
     """Two released numbers (Σx, Σx²): the family alone cannot build the likelihood without the latents."""
     data = np.random.default_rng(0).normal(0.0, 1.0, 500)
     stats = pmdp.privatize(data, Normal(), 1.0, bounds={"x": (-5.0, 5.0)}, rng=1)
-    assert Normal().supports_noise_aware and Normal().noise_mixing_size(2) == 2
-    assert Normal(sigma=1.0).noise_mixing_size(1) == 0
+    assert Normal().supports_noise_aware and Normal().noise_mixing_size(2, 500) == 2
+    assert Normal(sigma=1.0).noise_mixing_size(1, 500) == 0
     with pytest.raises(ValueError, match="latent noise-mixing"):
         Normal().noise_aware_loglik(stats.noisy, stats.n, stats.scale, "replace", {"mu": 0.0, "sigma": 1.0})
 

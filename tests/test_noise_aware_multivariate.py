@@ -23,7 +23,12 @@ from scipy import integrate, stats as sps
 
 import pymc_dp as pmdp
 from pymc_dp.families import ClippedRecordsWarning, LinearRegression
-from pymc_dp.families._noise_aware import clt_noise_aware_logp, gaussian_product_moments
+from pymc_dp.families._noise_aware import (
+    EXACT_HISTOGRAM_MAX_TRIALS,
+    clt_noise_aware_logp,
+    gaussian_product_moments,
+    laplace_marginal_histogram_logp,
+)
 from pymc_dp.families.categorical import Categorical
 from pymc_dp.families.normal import Normal
 
@@ -137,22 +142,70 @@ def test_normal_noise_aware_is_wider_than_plugin_when_noise_dominates():
     assert int(aware["x_noise_mixing"].sizes["x_noise_mixing_dim_0"]) == 2
 
 
-def test_categorical_at_huge_epsilon_is_the_dirichlet_posterior():
+@pytest.mark.parametrize("n", [150, 1000], ids=["exact-sum", "clt"])
+def test_categorical_at_huge_epsilon_is_the_dirichlet_posterior(n):
     rng = np.random.default_rng(5)
-    x = rng.choice(3, p=[0.2, 0.3, 0.5], size=400)
+    x = rng.choice(3, p=[0.2, 0.3, 0.5], size=n)
     stats = pmdp.privatize(x, "categorical", 1e5, k=3, rng=5)
     with pm.Model() as model:
         p = pm.Dirichlet("p", np.ones(3))
         pmdp.observe_stats("c", pm.Categorical.dist(p=p), stats, noise_aware=True)
+    assert ("c_noise_mixing" in model.named_vars) == (n > EXACT_HISTOGRAM_MAX_TRIALS)
     post = _sample(model, seed=3)
     alpha = 1.0 + np.bincount(x, minlength=3)
     exact = sps.dirichlet(alpha)
     got_mean = post["p"].mean(("chain", "draw")).values
     got_sd = post["p"].std(("chain", "draw")).values
     exact_sd = np.sqrt(exact.var())
-    # CLT for counts of ≥ 80 (relative skew ≲ 0.1) and Monte Carlo error: 0.15 sd, 10 %.
+    # Exact sum: only Monte Carlo error (ESS ≳ 500: ≈ 0.05 sd). CLT: counts of ≥ 200
+    # (relative skew ≲ 0.1) on top. 0.15 sd for the means, 10 % for the sds.
     assert np.all(np.abs(got_mean - exact.mean()) < 0.15 * exact_sd)
     np.testing.assert_allclose(got_sd, exact_sd, rtol=0.1)
+
+
+def _laplace_logpdf(z, b):
+    return -np.abs(z) / b - math.log(2 * b)
+
+
+def test_histogram_sum_with_two_categories_is_the_binomial_sum():
+    n, b, p1 = 60, 3.0, 0.35
+    z = np.array([41.7, 16.2])
+    s = np.arange(n + 1)
+    brute = np.logaddexp.reduce(
+        sps.binom(n, p1).logpmf(s) + _laplace_logpdf(z[0] - (n - s), b) + _laplace_logpdf(z[1] - s, b)
+    )
+    got = laplace_marginal_histogram_logp(z, n, np.array([1 - p1, p1]), b).eval()
+    assert float(got) == pytest.approx(brute, rel=1e-10)
+
+
+def test_histogram_sum_with_three_categories_matches_enumeration():
+    n, b, p = 15, 1.5, np.array([0.2, 0.5, 0.3])
+    z = np.array([2.4, 9.1, 3.3])
+    terms = [
+        sps.multinomial(n, p).logpmf([c1, c2, n - c1 - c2])
+        + sum(_laplace_logpdf(z[j] - c, b) for j, c in enumerate((c1, c2, n - c1 - c2)))
+        for c1 in range(n + 1)
+        for c2 in range(n + 1 - c1)
+    ]
+    got = laplace_marginal_histogram_logp(z, n, p, b).eval()
+    assert float(got) == pytest.approx(np.logaddexp.reduce(terms), rel=1e-10)
+
+
+def test_histogram_exact_sum_limit_and_multinomial_trials():
+    from pymc_dp.families.multinomial import Multinomial
+
+    cat = Categorical(k=3)
+    assert cat.noise_mixing_size(3, EXACT_HISTOGRAM_MAX_TRIALS) == 0
+    assert cat.noise_mixing_size(3, EXACT_HISTOGRAM_MAX_TRIALS + 1) == 3
+    multi = Multinomial(k=3, n_trials=4)  # N records of 4 trials: 4N trials in all
+    assert multi.noise_mixing_size(3, EXACT_HISTOGRAM_MAX_TRIALS // 4) == 0
+    assert multi.noise_mixing_size(3, EXACT_HISTOGRAM_MAX_TRIALS // 4 + 1) == 3
+    x = np.random.default_rng(12).multinomial(4, [0.3, 0.3, 0.4], size=25)
+    stats = pmdp.privatize(x, "multinomial", 1.0, k=3, n_trials=4, rng=12)
+    p = pt.dvector("p")
+    got = pytensor.function([p], multi.noise_aware_loglik(stats.noisy, 25, stats.scale, "replace", {"p": p}))
+    direct = laplace_marginal_histogram_logp(stats.noisy, 100, p, stats.scale)
+    assert got(np.array([0.2, 0.3, 0.5])) == pytest.approx(float(direct.eval({p: np.array([0.2, 0.3, 0.5])})))
 
 
 def test_regression_at_huge_epsilon_matches_the_conjugate_posterior():

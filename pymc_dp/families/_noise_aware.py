@@ -45,10 +45,12 @@ from ._params import relation
 __all__ = [
     "normal_laplace_logpdf",
     "laplace_marginal_count_logp",
+    "laplace_marginal_histogram_logp",
     "clt_noise_aware_logp",
     "gaussian_product_moments",
     "as_float64",
     "EXACT_SUM_MAX_TRIALS",
+    "EXACT_HISTOGRAM_MAX_TRIALS",
 ]
 
 #: Above this many possible values of the true count, the exact sum gives way to the
@@ -105,6 +107,55 @@ def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, meth
         sd = pt.sqrt(trials * p * (1 - p))
         return normal_laplace_logpdf(z, mean, sd, b)
     raise ValueError(f"method must be 'auto', 'exact' or 'clt', got {method!r}.")
+
+
+#: Up to this many trials in all, a noisy histogram's likelihood is the exact sum
+#: (:func:`laplace_marginal_histogram_logp`, (T + 1)² terms per category); above, the CLT.
+#: The cost grows as T²: at 150 trials and 3 categories a NUTS run of 2 × 2000 draws
+#: takes about half a minute; at 400, several minutes.
+EXACT_HISTOGRAM_MAX_TRIALS = 150
+
+
+def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float) -> Any:
+    """Exact log p(z | p) for Laplace-noised multinomial counts: every histogram summed out.
+
+    ``z`` are the k released counts (each the true count plus independent
+    Laplace(0, b) noise), ``trials`` = T the public total of the true counts and ``p``
+    the k category probabilities. The multinomial factorises into a chain of
+    binomials — c₁ ~ Binomial(T, q₁), c₂ | c₁ ~ Binomial(T − c₁, q₂), …, with
+    ``q_j = p_j / (1 − p₁ − … − p_{j−1})`` and the last count what remains — so the
+    sum over all histograms is a forward recursion over categories whose state is the
+    number of trials not yet assigned (0..T):
+
+    ``α_{j+1}(r′) = log Σ_{r ≥ r′} exp(α_j(r) + log Binomial(r − r′; r, q_j) + log Laplace(z_j − (r − r′); b))``
+
+    and ``log p(z | p) = log Σ_r exp(α_k(r) + log Laplace(z_k − r; b))``. Cost:
+    (k − 1)·(T + 1)² terms per evaluation (vectorised log-sum-exp, differentiable in p),
+    against O(T^(k−1)) for enumerating the histograms.
+    """
+    import pytensor.tensor as pt
+    from scipy.special import gammaln
+
+    z = np.asarray(z, dtype=float).ravel()
+    k, total = z.size, int(trials)
+    p = as_float64(p)
+    r = np.arange(total + 1, dtype=float)
+    taken = r[:, None] - r[None, :]  # from r trials left to r′ left: taken = r − r′ ≥ 0
+    valid = taken >= 0
+    taken = np.where(valid, taken, 0.0)
+    log_choose = gammaln(r[:, None] + 1) - gammaln(taken + 1) - gammaln(r[:, None] - taken + 1)
+    unreachable = -1e10  # finite, so that log-sum-exp over an all-unreachable column stays finite
+    alpha = pt.as_tensor_variable(np.where(r == total, 0.0, unreachable))
+    log_norm = math.log(2.0 * b)
+    used = pt.zeros((), dtype="float64")
+    for j in range(k - 1):
+        q = p[j] / (1.0 - used)
+        log_step = (
+            log_choose + taken * pt.log(q) + (r[:, None] - taken) * pt.log1p(-q) - np.abs(z[j] - taken) / b - log_norm
+        )
+        alpha = pt.logsumexp(alpha[:, None] + pt.where(valid, log_step, unreachable), axis=0)
+        used = used + p[j]
+    return pt.logsumexp(alpha - np.abs(z[k - 1] - r) / b - log_norm)
 
 
 def as_float64(x: Any) -> Any:

@@ -140,11 +140,12 @@ class Family(ABC):
         """
         raise ValueError(f"the {self.name} family has no noise-aware likelihood yet; use noise_aware=False.")
 
-    def noise_mixing_size(self, n_released: int) -> int:
-        """How many latent noise-mixing variables :meth:`noise_aware_loglik` needs.
+    def noise_mixing_size(self, n_released: int, n: float) -> int:
+        """How many latent noise-mixing variables :meth:`noise_aware_loglik` needs for a release.
 
-        0 for one released number (the Laplace convolution is closed-form) and for
-        families with an exact likelihood; ``n_released`` for the multivariate
+        ``n_released`` is the number of released numbers, ``n`` the number of records.
+        0 for one released number (the Laplace convolution is closed-form) and where
+        the family's likelihood is exact; ``n_released`` for the multivariate
         central-limit form (one Exponential(1) scale-mixing variable per noisy
         coordinate; see :mod:`pymc_dp.families._noise_aware`).
         """

@@ -80,7 +80,50 @@ def count_moments(p: Any, trials: int) -> tuple[Any, Any]:
     return trials * p, trials * (pt.diag(p) - pt.outer(p, p))
 
 
-class Categorical(Family):
+class HistogramNoiseAware:
+    """The noise-aware likelihood of a released histogram (mixed into Categorical and Multinomial).
+
+    Exact — every histogram summed out by a forward recursion over the categories
+    (:func:`~pymc_dp.families._noise_aware.laplace_marginal_histogram_logp`) — up to
+    :data:`~pymc_dp.families._noise_aware.EXACT_HISTOGRAM_MAX_TRIALS` trials in all
+    (N records × trials per record); above, the multivariate CLT with latent noise
+    mixing (the family's :meth:`record_moments`), accurate when every expected count
+    N·p_j is at least about 10. N must be public (replace-one neighbouring).
+    """
+
+    #: Trials per record: 1 for a categorical, n_trials for a multinomial.
+    trials_per_record: int = 1
+
+    def exact_histogram(self, n: float) -> bool:
+        """Whether the exact sum is used for N = ``n`` records."""
+        from ._noise_aware import EXACT_HISTOGRAM_MAX_TRIALS
+
+        return int(round(float(n))) * self.trials_per_record <= EXACT_HISTOGRAM_MAX_TRIALS
+
+    def noise_mixing_size(self, n_released: int, n: float) -> int:
+        return 0 if self.exact_histogram(n) else n_released
+
+    def noise_aware_loglik(
+        self,
+        noisy: np.ndarray,
+        n: float,
+        scale: float,
+        neighbouring: str,
+        params: Mapping[str, Any],
+        bounds: Mapping[str, Any] | None = None,
+        noise_mixing: Any = None,
+    ) -> Any:
+        from ._noise_aware import laplace_marginal_histogram_logp
+
+        if neighbouring == "replace" and self.exact_histogram(n):
+            trials = int(round(float(n))) * self.trials_per_record
+            return laplace_marginal_histogram_logp(noisy, trials, params["p"], scale)
+        return super().noise_aware_loglik(  # type: ignore[misc]
+            noisy, n, scale, neighbouring, params, bounds=bounds, noise_mixing=noise_mixing
+        )
+
+
+class Categorical(HistogramNoiseAware, Family):
     """Categorical likelihood over ``k`` categories; conjugate prior Dirichlet(alpha).
 
     Parameters
@@ -144,12 +187,7 @@ class Categorical(Family):
     supports_noise_aware = True
 
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
-        """One record's one-hot vector: mean p, covariance ``diag p − p pᵀ``.
-
-        The noise-aware likelihood is the multivariate CLT form (an exact sum over all
-        histograms would cost O(N^(k−1)) per evaluation); it is accurate when every
-        expected count N·p_j is at least about 10.
-        """
+        """One record's one-hot vector: mean p, covariance ``diag p − p pᵀ`` (for the CLT form above the exact sum's limit)."""
         return count_moments(params["p"], 1)
 
     @classmethod

@@ -18,12 +18,12 @@ import numpy as np
 
 from .base import Family, dist_params, project_to_simplex, rv_op_name
 from ._params import check_count, constant_count
-from .categorical import count_loglik, count_moments, dirichlet_posterior, probability_vector
+from .categorical import HistogramNoiseAware, count_loglik, count_moments, dirichlet_posterior, probability_vector
 
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Family):
+class Multinomial(HistogramNoiseAware, Family):
     """Multinomial likelihood with k categories and a known number of trials; conjugate prior Dirichlet(alpha).
 
     Parameters
@@ -107,6 +107,11 @@ class Multinomial(Family):
 
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
         """One record of n_trials draws: mean ``n_trials·p``, covariance ``n_trials·(diag p − p pᵀ)`` (CLT form)."""
+
+    @property
+    def trials_per_record(self) -> int:  # type: ignore[override]
+        """n_trials (each record is a histogram of n_trials draws)."""
+        return self.n_trials
         return count_moments(params["p"], self.n_trials)
 
     @classmethod

@@ -71,7 +71,7 @@ def statistics_loglik(
             raise ValueError(
                 f"{family!r} has no noise-aware likelihood yet; pass noise_aware=False for the plug-in likelihood."
             )
-        size = family.noise_mixing_size(int(np.size(stats.noisy)))
+        size = family.noise_mixing_size(int(np.size(stats.noisy)), stats.n)
         mixing = None
         if size:
             if make_mixing is None:
