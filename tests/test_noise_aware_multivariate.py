@@ -206,6 +206,9 @@ def test_histogram_exact_sum_limit_and_multinomial_trials():
     got = pytensor.function([p], multi.noise_aware_loglik(stats.noisy, 25, stats.scale, "replace", {"p": p}))
     direct = laplace_marginal_histogram_logp(stats.noisy, 100, p, stats.scale)
     assert got(np.array([0.2, 0.3, 0.5])) == pytest.approx(float(direct.eval({p: np.array([0.2, 0.3, 0.5])})))
+    mean, cov = multi.record_moments({"p": pt.as_tensor(np.array([0.2, 0.3, 0.5]))})  # the CLT form above the limit
+    np.testing.assert_allclose(mean.eval(), [0.8, 1.2, 2.0])
+    np.testing.assert_allclose(cov.eval(), 4 * (np.diag([0.2, 0.3, 0.5]) - np.outer([0.2, 0.3, 0.5], [0.2, 0.3, 0.5])))
 
 
 def test_regression_at_huge_epsilon_matches_the_conjugate_posterior():

@@ -107,12 +107,12 @@ class Multinomial(HistogramNoiseAware, Family):
 
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
         """One record of n_trials draws: mean ``n_trials·p``, covariance ``n_trials·(diag p − p pᵀ)`` (CLT form)."""
+        return count_moments(params["p"], self.n_trials)
 
     @property
     def trials_per_record(self) -> int:  # type: ignore[override]
         """n_trials (each record is a histogram of n_trials draws)."""
         return self.n_trials
-        return count_moments(params["p"], self.n_trials)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Multinomial", dict[str, Any]]:
