@@ -16,12 +16,17 @@ from .accounting import (
 )
 from .families import PrivateStatistics, privatize
 from .model import (
+    LoglikSensitivity,
     Measurement,
+    clip_loglik,
     latent_sum,
+    loglik_sensitivity,
     observe_count_measurements,
     observe_measurements,
     observe_stats,
     privatize_model,
+    temper,
+    truncate,
 )
 from .sampling import sample
 from .trace import attach_ledger, ledger, release
@@ -35,6 +40,7 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "LedgerEntry",
+    "LoglikSensitivity",
     "Measurement",
     "PrivacyCost",
     "PrivacyLedger",
@@ -42,8 +48,10 @@ __all__ = [
     "__version__",
     "amplify_by_subsampling",
     "attach_ledger",
+    "clip_loglik",
     "latent_sum",
     "ledger",
+    "loglik_sensitivity",
     "observe_count_measurements",
     "observe_measurements",
     "observe_stats",
@@ -51,4 +59,6 @@ __all__ = [
     "privatize_model",
     "release",
     "sample",
+    "temper",
+    "truncate",
 ]

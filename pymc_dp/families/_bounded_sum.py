@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from ._params import clip_interval, relation
-from .base import Family, check_bound_pair, statistic_length
+from .base import Family, check_bound_pair, checked_range, statistic_length
 
 __all__ = ["BoundedPositiveSum", "positive_support_bounds", "project_sum"]
 
@@ -90,6 +90,20 @@ class BoundedPositiveSum(Family):
         return float(values[1])
 
     # ------------------------------------------------------------------ model side
+    #: Name of the rate parameter (as ``from_dist`` returns it).
+    rate_name: ClassVar[str] = "rate"
+
+    def loglik_sensitivity(self, ranges: Mapping[str, Any], bounds: Mapping[str, Any]) -> tuple[float, str]:
+        """Δ = (hi − lo)(r_hi − r_lo) / 2: records in [lo, hi], rate r ∈ [r_lo, r_hi] (r ≥ 0).
+
+        Both likelihoods are ``log p(x | r) = −r x + (terms in r alone) + (terms in x
+        alone)``, so ``d = −r (x′ − x)``, whose range over r is
+        ``|x′ − x| (r_hi − r_lo) ≤ (hi − lo)(r_hi − r_lo)``.
+        """
+        r_lo, r_hi = checked_range(ranges, self.rate_name, self, lower=0.0)
+        lo, hi = positive_support_bounds(self.check_bounds(bounds), self.name, strict=self.strictly_positive)
+        return (hi - lo) * (r_hi - r_lo) / 2.0, f"({hi:g} − {lo:g}) × ({r_hi:g} − {r_lo:g}) / 2"
+
     def sum_and_count(self, values: Any, n: Any) -> tuple[Any, Any]:
         """(Σx, N): N is ``n`` under replace, the released count under add/remove."""
         return (values[0], n) if statistic_length(values) == 1 else (values[0], values[1])

@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-__all__ = ["Family", "project_to_simplex", "project_to_psd", "check_bound_pair"]
+__all__ = ["Family", "project_to_simplex", "project_to_psd", "check_bound_pair", "checked_range"]
 
 
 class Family(ABC):
@@ -182,6 +182,38 @@ class Family(ABC):
         mean, var = self.record_moments(params, bounds)
         return clt_noise_aware_logp(self.name, noisy, n, scale, neighbouring, mean, var, noise_mixing)
 
+    # ------------------------------------------------------------------ tempered posteriors (OPS)
+    #: Example truncations of each parameter, shown in error messages (``pmdp.truncate`` syntax).
+    truncation_examples: ClassVar[dict[str, str]] = {}
+
+    def loglik_sensitivity(self, ranges: Mapping[str, tuple[float, float]], bounds: Mapping[str, Any]) -> tuple[float, str]:
+        """Sensitivity Δ of one record's log-likelihood, for tempered posteriors (OPS); and its derivation.
+
+        ``ranges`` maps each parameter name (as :meth:`from_dist` returns them) to
+        ``(lo, hi)``: every value the parameter can take lies in it (for a vector, every
+        coordinate). ``bounds`` are the checked data bounds (:meth:`check_bounds`).
+
+        Δ is **half the range over θ** of ``d(θ) = log p(x′ | θ) − log p(x | θ)``,
+        maximised over pairs of records x, x′ (replace-one neighbouring). Sampling
+        from ``p(θ) Π p(xᵢ | θ)^{1/T}`` then has privacy loss at most
+        ``(sup_θ d − inf_θ d) / T ≤ 2Δ / T`` (the normalising constants' ratio lies
+        between ``e^{inf d / T}`` and ``e^{sup d / T}``), so T = 2Δ/ε is ε-DP. Terms of
+        ``log p(x | θ)`` that do not depend on θ (base measures such as ``log x!``)
+        cancel from d's range. Δ never exceeds [FGWC16]'s ``sup |d|`` (eq. 9) and equals
+        it when the natural parameter's range is symmetric (beta-Bernoulli on
+        [a₀, 1 − a₀]: Δ = log((1 − a₀)/a₀)).
+
+        Raises
+        ------
+        ValueError
+            If a range is unbounded or outside the parameter's domain (the message names
+            the parameter), or the family has no such bound (clip the log-likelihood).
+        """
+        raise ValueError(
+            f"no log-likelihood sensitivity from parameter ranges for the {self.name} family; clip the per-record "
+            "log-likelihood instead (pmdp.clip_loglik)."
+        )
+
     @classmethod
     @abstractmethod
     def from_dist(cls, dist: Any) -> tuple["Family", dict[str, Any]]:
@@ -250,3 +282,32 @@ def project_to_psd(m: np.ndarray, floor: float = 0.0) -> np.ndarray:
     sym = (m + m.T) / 2
     w, v = np.linalg.eigh(sym)
     return (v * np.maximum(w, floor)) @ v.T
+
+
+def checked_range(
+    ranges: Mapping[str, tuple[float, float]],
+    key: str,
+    family: "Family",
+    *,
+    lower: float = -math.inf,
+    upper: float = math.inf,
+    open_lower: bool = False,
+    open_upper: bool = False,
+) -> tuple[float, float]:
+    """The range of parameter ``key``, checked to be finite and inside its domain.
+
+    The domain is ``[lower, upper]`` (``open_lower``/``open_upper`` exclude an end, e.g.
+    a probability in (0, 1) for a log-odds). A range that reaches outside it, or is
+    unbounded, makes the sensitivity infinite: the ValueError names the parameter,
+    and its range (the model layer adds which variable to truncate).
+    """
+    lo, hi = (float(v) for v in ranges[key])
+    bad_lo = lo < lower or (open_lower and lo <= lower)
+    bad_hi = hi > upper or (open_upper and hi >= upper)
+    if math.isfinite(lo) and math.isfinite(hi) and not (bad_lo or bad_hi) and lo <= hi:
+        return lo, hi
+    left, right = ("(" if open_lower else "["), (")" if open_upper else "]")
+    raise ValueError(
+        f"the {family.name} parameter {key!r} can take values in [{lo:g}, {hi:g}], so one record's log-likelihood "
+        f"has an unbounded sensitivity; it must stay inside a closed interval within {left}{lower:g}, {upper:g}{right}."
+    )

@@ -16,12 +16,13 @@ Statistics and L1 sensitivities:
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import numpy as np
 
 from ._noise_aware import laplace_marginal_count_logp
-from .base import Family, dist_params, rv_op_name, statistic_length
+from .base import Family, checked_range, dist_params, rv_op_name, statistic_length
 from ._params import check_count, constant_count, scalar_param
 
 __all__ = ["Binomial"]
@@ -129,6 +130,21 @@ class Binomial(Family):
             )
         trials = int(round(n)) * self.n_trials
         return laplace_marginal_count_logp(float(np.ravel(noisy)[0]), trials, params["p"], float(scale))
+
+    truncation_examples = {"p": "(0.05, 0.95)"}
+
+    def loglik_sensitivity(self, ranges: Mapping[str, Any], bounds: Mapping[str, Any]) -> tuple[float, str]:
+        """Δ = n · (logit hi − logit lo) / 2 for p ∈ [lo, hi] ⊂ (0, 1).
+
+        ``log p(x | p) = x · logit p + n log(1 − p) + log C(n, x)``, so
+        ``d = (x′ − x) · logit p`` with |x′ − x| ≤ n; its range over p is
+        ``n (logit hi − logit lo)`` (see :meth:`Family.loglik_sensitivity`). On
+        [a₀, 1 − a₀] with n = 1 this is [FGWC16] eq. 15, log((1 − a₀)/a₀).
+        """
+        lo, hi = checked_range(ranges, "p", self, lower=0.0, upper=1.0, open_lower=True, open_upper=True)
+        logit = lambda q: math.log(q) - math.log1p(-q)  # noqa: E731
+        delta = self.n_trials * (logit(hi) - logit(lo)) / 2.0
+        return delta, f"{self.n_trials} × (logit {hi:g} − logit {lo:g}) / 2"
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Binomial", dict[str, Any]]:

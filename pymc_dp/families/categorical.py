@@ -15,14 +15,15 @@ L1 sensitivity of the histogram:
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import numpy as np
 
-from .base import Family, dist_params, project_to_simplex, rv_op_name
+from .base import Family, checked_range, dist_params, project_to_simplex, rv_op_name
 from ._params import check_count
 
-__all__ = ["Categorical"]
+__all__ = ["Categorical", "histogram_loglik_sensitivity"]
 
 
 def probability_vector(p: Any, family: str) -> tuple[int, Any]:
@@ -123,6 +124,20 @@ class HistogramNoiseAware:
         )
 
 
+def histogram_loglik_sensitivity(family: Family, ranges: Mapping[str, Any], trials: int) -> tuple[float, str]:
+    """Δ = t · log(hi / lo) for a histogram of t trials with every probability in [lo, hi] ⊂ (0, 1].
+
+    ``log p(c | p) = Σ_j c_j log p_j + const`` for a record's counts c (Σc = t), so
+    ``d = Σ_j w_j log p_j`` with ``w = c′ − c``, ``Σ w = 0`` and ``Σ w⁺ ≤ t``; hence
+    ``|d| ≤ t (log hi − log lo)`` and d's range is at most twice that. For a
+    Dirichlet truncated at every p_j ≥ a₀ over K categories, lo = a₀ and
+    hi = 1 − (K − 1) a₀: Δ = log((1 − (K − 1)a₀)/a₀) for one trial (the theory
+    notes §4), attained by x = the largest category, x′ = the smallest.
+    """
+    lo, hi = checked_range(ranges, "p", family, lower=0.0, upper=1.0, open_lower=True)
+    return trials * math.log(hi / lo), f"{trials} × log({hi:g} / {lo:g})"
+
+
 class Categorical(HistogramNoiseAware, Family):
     """Categorical likelihood over ``k`` categories; conjugate prior Dirichlet(alpha).
 
@@ -189,6 +204,12 @@ class Categorical(HistogramNoiseAware, Family):
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
         """One record's one-hot vector: mean p, covariance ``diag p − p pᵀ`` (for the CLT form above the exact sum's limit)."""
         return count_moments(params["p"], 1)
+
+    truncation_examples = {"p": "0.01 (every probability ≥ 0.01)"}
+
+    def loglik_sensitivity(self, ranges: Mapping[str, Any], bounds: Mapping[str, Any]) -> tuple[float, str]:
+        """Δ = log(hi / lo), every category probability in [lo, hi] (see :func:`histogram_loglik_sensitivity`)."""
+        return histogram_loglik_sensitivity(self, ranges, 1)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Categorical", dict[str, Any]]:

@@ -38,6 +38,9 @@ class Exponential(BoundedPositiveSum):
     pymc_ops = ("exponential",)
     bounds_example = "{'x': (0.0, 20.0)}"
 
+    rate_name = "lam"
+    truncation_examples = {"lam": "(0.01, 10.0)"}
+
     def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
         """``N log λ − λ Σx`` with ``params = {"lam": λ}`` (the rate)."""
         import pytensor.tensor as pt

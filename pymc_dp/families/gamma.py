@@ -59,6 +59,9 @@ class Gamma(BoundedPositiveSum):
     def family_args(self) -> dict[str, Any]:
         return {"shape": self.shape}
 
+    rate_name = "beta"
+    truncation_examples = {"beta": "(0.01, 10.0)"}
+
     def loglik(self, values: Any, n: Any, params: Mapping[str, Any]) -> Any:
         """``N α log β − β Σx`` with ``params = {"beta": β}`` (the rate; α is the family's shape)."""
         import pytensor.tensor as pt

@@ -18,7 +18,7 @@ import numpy as np
 
 from .base import Family, dist_params, project_to_simplex, rv_op_name
 from ._params import check_count, constant_count
-from .categorical import HistogramNoiseAware, count_loglik, count_moments, dirichlet_posterior, probability_vector
+from .categorical import HistogramNoiseAware, count_loglik, histogram_loglik_sensitivity, count_moments, dirichlet_posterior, probability_vector
 
 __all__ = ["Multinomial"]
 
@@ -113,6 +113,12 @@ class Multinomial(HistogramNoiseAware, Family):
     def trials_per_record(self) -> int:  # type: ignore[override]
         """n_trials (each record is a histogram of n_trials draws)."""
         return self.n_trials
+
+    truncation_examples = {"p": "0.01 (every probability ≥ 0.01)"}
+
+    def loglik_sensitivity(self, ranges: Mapping[str, Any], bounds: Mapping[str, Any]) -> tuple[float, str]:
+        """Δ = n · log(hi / lo) for n trials per record (see :func:`~pymc_dp.families.categorical.histogram_loglik_sensitivity`)."""
+        return histogram_loglik_sensitivity(self, ranges, self.n_trials)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Multinomial", dict[str, Any]]:

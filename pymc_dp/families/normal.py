@@ -44,7 +44,7 @@ import numpy as np
 
 from ._params import clip_interval, constant_value, positive_float, relation, require_op, scalar_param
 from ._noise_aware import as_float64
-from .base import Family, check_bound_pair, dist_params, statistic_length
+from .base import Family, check_bound_pair, checked_range, dist_params, statistic_length
 
 __all__ = ["Normal", "moment_pair_sensitivity"]
 
@@ -223,6 +223,25 @@ class Normal(Family):
         mean = pt.stack([pt.ones(()), mu])
         cov = pt.stack([pt.stack([zero, zero]), pt.stack([zero, var])])
         return gaussian_product_moments(mean, cov, [(0, 1), (1, 1)])
+
+    truncation_examples = {"mu": "(-10.0, 10.0)"}
+
+    def loglik_sensitivity(self, ranges: Mapping[str, Any], bounds: Mapping[str, Any]) -> tuple[float, str]:
+        """Δ = (hi − lo)(m_hi − m_lo) / (2σ²): records in [lo, hi], σ known, μ ∈ [m_lo, m_hi].
+
+        ``d = ((x − μ)² − (x′ − μ)²) / (2σ²) = (x² − x′²)/(2σ²) + μ (x′ − x)/σ²``: linear
+        in μ, so its range over μ is ``|x′ − x| (m_hi − m_lo)/σ²``, largest at
+        |x′ − x| = hi − lo. With σ unknown the family gives no bound (clip instead).
+        """
+        if self.sigma is None:
+            raise ValueError(
+                "the normal likelihood's sigma is a model parameter; the sensitivity is derived for a known "
+                "(constant) sigma only. Fix sigma, or clip the per-record log-likelihood (pmdp.clip_loglik)."
+            )
+        m_lo, m_hi = checked_range(ranges, "mu", self)
+        lo, hi = check_bound_pair(self.check_bounds(bounds), "x")
+        delta = (hi - lo) * (m_hi - m_lo) / (2.0 * self.sigma**2)
+        return delta, f"({hi:g} − {lo:g}) × ({m_hi:g} − {m_lo:g}) / (2 × {self.sigma:g}²)"
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Normal", dict[str, Any]]:

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .base import Family, dist_params, rv_op_name, statistic_length
+from .base import Family, checked_range, dist_params, rv_op_name, statistic_length
 from ._noise_aware import as_float64
 from ._params import scalar_param
 
@@ -149,6 +149,18 @@ class Poisson(Family):
         if bounds is not None and bounds.get("upper") is not None:
             return self.clipped_moments(mu, int(math.floor(float(bounds["upper"]))))
         return mu, mu
+
+    truncation_examples = {"mu": "(0.1, 50.0)"}
+
+    def loglik_sensitivity(self, ranges: Mapping[str, Any], bounds: Mapping[str, Any]) -> tuple[float, str]:
+        """Δ = U · (log hi − log lo) / 2 for counts clipped to [0, U] and a rate λ ∈ [lo, hi], lo > 0.
+
+        ``log p(x | λ) = x log λ − λ − log x!``, so ``d = (x′ − x) log λ`` with
+        |x′ − x| ≤ U; its range over λ is ``U (log hi − log lo)``.
+        """
+        lo, hi = checked_range(ranges, "mu", self, lower=0.0, open_lower=True)
+        upper = self.check_bounds(bounds)["upper"]
+        return upper * (math.log(hi) - math.log(lo)) / 2.0, f"{upper} × (log {hi:g} − log {lo:g}) / 2"
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Poisson", dict[str, Any]]:

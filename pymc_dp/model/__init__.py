@@ -1,17 +1,33 @@
-"""Model transforms: PyMC models in, new PyMC models out (the user's model is never mutated)."""
+"""Model transforms: PyMC models in, new PyMC models out (the user's model is never mutated).
+
+Privatised statistics (``privatize_model``, ``observe_stats``, measurements) for the
+Laplace route; truncation, log-likelihood clipping, tempering and the proven
+log-likelihood sensitivity (``truncate``, ``clip_loglik``, ``temper``,
+``loglik_sensitivity``) for tempered posteriors.
+"""
 
 from .measurement import Measurement, latent_sum, observe_count_measurements, observe_measurements
 from .observe import observe_stats, statistics_of
 from .privatize_model import PrivatisedModel, privatize_model, split_epsilon
+from .sensitivity import LoglikSensitivity, loglik_sensitivity, parameter_range
+from .tempering import clip_loglik, temper
+from .truncation import SimplexFloor, truncate
 
 __all__ = [
+    "LoglikSensitivity",
     "Measurement",
     "PrivatisedModel",
+    "SimplexFloor",
+    "clip_loglik",
     "latent_sum",
+    "loglik_sensitivity",
     "observe_count_measurements",
     "observe_measurements",
     "observe_stats",
+    "parameter_range",
     "privatize_model",
     "split_epsilon",
     "statistics_of",
+    "temper",
+    "truncate",
 ]

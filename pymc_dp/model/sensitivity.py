@@ -1,0 +1,458 @@
+"""``loglik_sensitivity``: how far one record can move a model's log-likelihood, proven from declarations.
+
+A tempered posterior ``p(θ) p(X | θ)^{1/T}`` is the exponential mechanism with
+utility ``log p(X | θ)``; it is ε-DP with ``T = 2Δ/ε`` where Δ is half the range
+over θ of ``log p(x′ | θ) − log p(x | θ)``, maximised over the records x, x′ one
+person could contribute ([FGWC16] §2.2; see
+:meth:`pymc_dp.families.Family.loglik_sensitivity`). Δ comes from what the analyst
+declared, never from the data:
+
+* the **range of each likelihood parameter**, read off the model: a constant, a
+  free variable's support as its value transform confines it (``pm.Truncated``,
+  ``pm.Uniform``, :func:`pymc_dp.truncate`; a Beta's (0, 1), a Gamma's (0, ∞)), and
+  interval arithmetic through monotone elementwise functions (``exp``, ``sigmoid``,
+  sums, products, ...);
+* the **data bounds** of families with unbounded records (``bounds=``, as for the
+  Laplace route; records outside them are clipped before sampling);
+* or a **log-likelihood clip** (:func:`pymc_dp.clip_loglik`): Δ = upper − lower.
+
+Where Δ would be infinite — an untruncated Beta prior on a Bernoulli p, an unknown
+Normal σ, a likelihood with no known bound — :func:`loglik_sensitivity` refuses
+with an error that names the variable and the truncation or clip that would make
+it finite. It never returns a number it has not proven.
+
+Δ of the whole model is the **sum** over its observed variables (one person's
+record may appear in each of them); Δ for a Gibbs update of one variable
+(``wrt=``) sums only the observed variables whose likelihood depends on it
+directly ([FGWC16] eq. 20: Δ_l ≤ Δ).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..accounting.validation import check_epsilon, check_neighbouring
+from ..families import family_of_dist
+from ._graph import ancestors, data_leaves, describe_leaf
+from .tempering import loglik_clip_of
+from .truncation import is_simplex_floor
+
+__all__ = ["loglik_sensitivity", "LoglikSensitivity", "parameter_range"]
+
+_UNBOUNDED = (-math.inf, math.inf)
+
+
+@dataclass(frozen=True)
+class LoglikSensitivity:
+    """The proven sensitivity of a model's log-likelihood to one record.
+
+    Attributes
+    ----------
+    per_variable
+        ``{observed variable: Δ}``.
+    derivations
+        ``{observed variable: how Δ was computed}`` (the formula with its numbers).
+    neighbouring
+        The neighbouring relation Δ is stated under.
+    wrt
+        The free variables whose conditional this is (empty: the whole model).
+    bounds
+        ``{observed variable: checked data bounds}`` (records are clipped to them
+        before a tempered model is sampled).
+    """
+
+    per_variable: Mapping[str, float]
+    derivations: Mapping[str, str]
+    neighbouring: str = "replace"
+    wrt: tuple[str, ...] = ()
+    bounds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
+    families: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def total(self) -> float:
+        """Δ of the model (or of the conditional of ``wrt``): the sum over observed variables."""
+        return float(sum(self.per_variable.values()))
+
+    def temperature(self, epsilon: float) -> float:
+        """T = max(1, 2Δ/ε): the temperature at which one exact posterior sample is ε-DP."""
+        eps = check_epsilon(epsilon)
+        return max(1.0, 2.0 * self.total / eps)
+
+    def epsilon_per_sample(self, epsilon: float) -> float:
+        """What one exact sample at :meth:`temperature` costs: ε, or 2Δ < ε when T is capped at 1."""
+        return 2.0 * self.total / self.temperature(epsilon)
+
+    def exact_samples(self, epsilon: float) -> float:
+        """How many exact samples of the *untempered* posterior (T = 1) a budget ε buys: ⌊ε / 2Δ⌋ (∞ if Δ = 0)."""
+        eps = check_epsilon(epsilon)
+        if self.total == 0:
+            return math.inf
+        return float(math.floor(eps / (2.0 * self.total) * (1 + 1e-12)))
+
+    def describe(self, epsilon: float | None = None) -> str:
+        """A readable account of Δ (and, given ε, of T and what ε buys)."""
+        what = f"the conditional of {', '.join(self.wrt)}" if self.wrt else "the model"
+        lines = [f"Log-likelihood sensitivity of {what} (neighbouring = {self.neighbouring}):"]
+        for name, delta in self.per_variable.items():
+            lines.append(f"  {name}: Δ = {delta:.6g}   [{self.derivations[name]}]")
+        lines.append(f"  total: Δ = {self.total:.6g}")
+        if epsilon is not None:
+            t = self.temperature(epsilon)
+            lines.append(
+                f"At ε = {epsilon:g} per sample: T = max(1, 2Δ/ε) = {t:.6g}; one exact sample costs ε = "
+                f"{self.epsilon_per_sample(epsilon):.6g}."
+            )
+            if t == 1.0:
+                lines.append(
+                    f"ε ≥ 2Δ: the budget buys {self.exact_samples(epsilon):g} exact sample(s) of the untempered "
+                    "posterior (T = 1)."
+                )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+# --------------------------------------------------------------------------- parameter ranges
+
+
+def _constant_range(values: Any) -> tuple[float, float]:
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return _UNBOUNDED
+    if np.isnan(data).any():
+        return _UNBOUNDED
+    return float(data.min()), float(data.max())
+
+
+def _only_constants(var: Any) -> bool:
+    try:
+        from pytensor.graph.traversal import graph_inputs
+    except ImportError:  # pragma: no cover - older PyTensor
+        from pytensor.graph.basic import graph_inputs
+    from pytensor.graph.basic import Constant
+
+    return all(isinstance(v, Constant) for v in graph_inputs([var]))
+
+
+def _finite_or_unbounded(lo: float, hi: float) -> tuple[float, float]:
+    if math.isnan(lo) or math.isnan(hi):
+        return _UNBOUNDED
+    return lo, hi
+
+
+def _monotone(impl: Any, ranges: Sequence[tuple[float, float]], signs: Sequence[int]) -> tuple[float, float]:
+    """Range of a function monotone in each argument (sign +1 increasing, −1 decreasing)."""
+    low_args = [r[0] if s > 0 else r[1] for r, s in zip(ranges, signs)]
+    high_args = [r[1] if s > 0 else r[0] for r, s in zip(ranges, signs)]
+    with np.errstate(all="ignore"):
+        lo, hi = float(impl(*low_args)), float(impl(*high_args))
+    return _finite_or_unbounded(lo, hi)
+
+
+def _product(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    with np.errstate(all="ignore"):
+        corners = [x * y for x in a for y in b]
+    if any(math.isnan(c) for c in corners):  # 0 × ∞: give up soundly
+        return _UNBOUNDED
+    return min(corners), max(corners)
+
+
+def _reciprocal(a: tuple[float, float]) -> tuple[float, float]:
+    lo, hi = a
+    if lo > 0 or hi < 0:
+        return 1.0 / hi if hi != 0 else -math.inf, 1.0 / lo if lo != 0 else math.inf
+    return _UNBOUNDED
+
+
+_INCREASING = (
+    "Exp", "Exp2", "Log", "Log2", "Log10", "Log1p", "Expm1", "Sigmoid", "Softplus", "Sqrt", "Tanh",
+    "Identity", "Cast", "Erf", "Log1mexp",
+)
+_SHAPE_OPS = ("DimShuffle", "Reshape", "SpecifyShape", "Subtensor", "Flatten", "Squeeze", "ExpandDims", "Alloc")
+
+
+def _free_range(rv: Any, model: Any, recurse: Any) -> tuple[float, float]:
+    from pymc.distributions.transforms import Interval
+    from pymc.logprob.transforms import LogOddsTransform, LogTransform, SimplexTransform
+
+    transform = model.rvs_to_transforms.get(rv)
+    if is_simplex_floor(transform):
+        k = rv.type.shape[-1]
+        return transform.floor, 1.0 - (int(k) - 1) * transform.floor
+    if isinstance(transform, Interval):
+        lower, upper = transform.args_fn(*rv.owner.inputs)
+        lo = -math.inf if lower is None else recurse(lower)[0]
+        hi = math.inf if upper is None else recurse(upper)[1]
+        return lo, hi
+    if isinstance(transform, (LogOddsTransform, SimplexTransform)):
+        return 0.0, 1.0
+    if isinstance(transform, LogTransform):
+        return 0.0, math.inf
+    return _UNBOUNDED
+
+
+def parameter_range(var: Any, model: Any) -> tuple[float, float]:
+    """An interval ``(lo, hi)`` containing every value ``var`` (a model expression) can take.
+
+    Sound, not always tight: a constant's values; a free variable's support as its
+    value transform confines it; interval arithmetic through monotone elementwise
+    functions, sums, differences, products, quotients and shape operations. Anything
+    else is ``(-inf, inf)``. For a vector, the interval covers every coordinate.
+    """
+    from pytensor.graph.basic import Constant
+
+    free = set(model.free_RVs)
+    memo: dict[Any, tuple[float, float]] = {}
+
+    def rng(v: Any) -> tuple[float, float]:
+        if v not in memo:
+            memo[v] = _range(v)
+        return memo[v]
+
+    def _range(v: Any) -> tuple[float, float]:
+        if isinstance(v, Constant):
+            return _constant_range(v.data)
+        if v in free:
+            return _free_range(v, model, rng)
+        owner = v.owner
+        if owner is None:
+            return _UNBOUNDED  # a shared variable (data): refused elsewhere
+        if _only_constants(v):
+            return _constant_range(v.eval())
+        op = owner.op
+        kind = type(op).__name__
+        if kind in _SHAPE_OPS:
+            return rng(owner.inputs[0])
+        scalar_op = getattr(op, "scalar_op", None)
+        if scalar_op is None:
+            return _UNBOUNDED
+        name = type(scalar_op).__name__
+        args = [rng(i) for i in owner.inputs]
+        if name in _INCREASING and len(args) == 1:
+            return _monotone(scalar_op.impl, args, [1])
+        if name == "Neg":
+            return -args[0][1], -args[0][0]
+        if name == "Reciprocal":
+            return _reciprocal(args[0])
+        if name in ("Add", "Maximum", "Minimum", "Clip", "ScalarMaximum", "ScalarMinimum"):
+            impl = {"Add": lambda *a: sum(a), "Clip": lambda x, a, b: min(max(x, a), b)}.get(
+                name, max if "Maximum" in name else min
+            )
+            return _monotone(impl, args, [1] * len(args))
+        if name == "Sub":
+            return _monotone(lambda a, b: a - b, args, [1, -1])
+        if name == "Mul":
+            out = args[0]
+            for a in args[1:]:
+                out = _product(out, a)
+            return out
+        if name == "TrueDiv":
+            return _product(args[0], _reciprocal(args[1]))
+        return _UNBOUNDED
+
+    return rng(var)
+
+
+# --------------------------------------------------------------------------- the analysis
+
+
+def _strip(var: Any) -> Any:
+    """``var`` without shape operations and casts around it."""
+    while var.owner is not None and (
+        type(var.owner.op).__name__ in _SHAPE_OPS
+        or type(getattr(var.owner.op, "scalar_op", None)).__name__ in ("Cast", "Identity")
+    ):
+        var = var.owner.inputs[0]
+    return var
+
+
+def _truncation_hint(param: Any, model: Any, family: Any, key: str) -> str:
+    free = set(model.free_RVs)
+    base = _strip(param)
+    example = family.truncation_examples.get(key, "(lower, upper)").split(" (")[0]
+    if base in free:
+        return f" Make it finite with pmdp.truncate(model, {{{base.name!r}: {example}}}) or pmdp.clip_loglik."
+    names = sorted({v.name for v in ancestors([param], blockers=list(free)) if v in free})
+    if names:
+        return f" It is a function of {names}: truncate those (pmdp.truncate) or use pmdp.clip_loglik."
+    return " Use pmdp.clip_loglik."
+
+
+def _record_counts(model: Any) -> list[int]:
+    from .privatize_model import _observed_records
+
+    out = []
+    for rv in model.observed_RVs:
+        shape = np.shape(_observed_records(model, rv))
+        out.append(int(shape[0]) if shape else 1)
+    return out
+
+
+def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
+    """Refuse a model in which data enter anywhere but the observed variables' values."""
+    free = list(model.free_RVs)
+    observed_set = set(model.observed_RVs)
+    counts = _record_counts(model)
+    # Constants in a prior are the analyst's hyperparameters (whatever their length); in a
+    # Potential or a likelihood parameter, a record-length constant is taken to be data.
+    places: list[tuple[str, list[Any], list[int]]] = []
+    for rv in free:
+        places.append((f"the prior of {rv.name!r}", list(rv.owner.inputs), []))
+    for pot in model.potentials:
+        places.append((f"the Potential {pot.name!r}", [pot], counts))
+    for rv in observed:
+        places.append((f"the parameters of the observed variable {rv.name!r}", list(rv.owner.inputs), counts))
+    for where, graphs, record_counts in places:
+        hits = [v for v in ancestors(graphs, blockers=free) if v in observed_set]
+        if hits:
+            raise ValueError(
+                f"{where} depend(s) on the observed variable {hits[0].name!r}: one record would then enter more "
+                "than its own log-likelihood term, and no sensitivity can be proven. Such models are not "
+                "supported by tempered posteriors."
+            )
+        leaves = data_leaves(graphs, blockers=free, record_counts=record_counts)
+        if leaves:
+            per_record = where.startswith("the parameters")
+            raise ValueError(
+                f"{where} depend(s) on data ({', '.join(describe_leaf(v) for v in leaves)}). "
+                + (
+                    "Per-record parameters (e.g. a regression mean X @ beta) are not supported by tempered posteriors "
+                    "yet: the sensitivity is proven for parameters shared by all records."
+                    if per_record
+                    else "Only the observed variables may touch the records; make those inputs public constants."
+                )
+            )
+
+
+def _variable_sensitivity(
+    rv: Any, model: Any, bounds: Mapping[str, Any] | None, neighbouring: str
+) -> tuple[float, str, Any, dict[str, Any]]:
+    """(Δ, derivation, family or None, checked bounds) of one observed variable."""
+    clip = loglik_clip_of(rv)
+    if clip is not None:
+        span = clip[1] - clip[0]
+        if neighbouring == "replace":
+            return span, f"log-likelihood clipped to [{clip[0]:g}, {clip[1]:g}]: upper − lower", None, {}
+        return span / 2.0, f"log-likelihood clipped to [{clip[0]:g}, {clip[1]:g}], add/remove: (upper − lower) / 2", None, {}
+    if bounds is not None and not isinstance(bounds, Mapping):
+        raise ValueError(f"bounds[{rv.name!r}] must be a dict of the family's bounds, got {bounds!r}.")
+    try:
+        family, params = family_of_dist(rv)
+    except ValueError as err:
+        raise ValueError(
+            f"observed variable {rv.name!r}: no log-likelihood sensitivity can be derived for its likelihood ({err}). "
+            "Clip its per-record log-likelihood instead: pmdp.clip_loglik(model, lower, upper)."
+        ) from None
+    if neighbouring != "replace":
+        raise ValueError(
+            f"observed variable {rv.name!r}: the {family.name} sensitivity from parameter ranges is derived under "
+            "replace-one neighbouring only; use neighbouring='replace', or clip the log-likelihood (pmdp.clip_loglik)."
+        )
+    try:
+        checked = family.check_bounds(bounds)
+    except ValueError as err:
+        msg = str(err).replace("declare bounds=", f"declare bounds={{{rv.name!r}: ...}} with ")
+        raise ValueError(f"observed variable {rv.name!r}: {msg}") from None
+    ranges = {key: parameter_range(value, model) for key, value in params.items()}
+    try:
+        delta, how = family.loglik_sensitivity(ranges, checked)
+    except ValueError as err:
+        key = next((k for k in params if f"parameter {k!r}" in str(err)), None)
+        hint = _truncation_hint(params[key], model, family, key) if key is not None else ""
+        raise ValueError(f"observed variable {rv.name!r}: {err}{hint}") from None
+    return float(delta), how, family, checked
+
+
+def loglik_sensitivity(
+    model: Any = None,
+    *,
+    bounds: Mapping[str, Mapping[str, Any]] | None = None,
+    wrt: str | Iterable[str] | None = None,
+    neighbouring: str = "replace",
+) -> LoglikSensitivity:
+    """The sensitivity Δ of ``model``'s log-likelihood to one record, per observed variable and in total.
+
+    Parameters
+    ----------
+    model
+        The ``pm.Model`` (default: the enclosing ``with`` block's).
+    bounds
+        ``{observed variable: data bounds}`` for likelihoods with unbounded records,
+        as for the Laplace route: ``{"y": {"x": (lo, hi)}}`` (Normal, Exponential,
+        Gamma), ``{"counts": {"upper": U}}`` (Poisson).
+    wrt
+        A free variable name (or several): Δ of the Gibbs conditional of those
+        variables, i.e. summed over the observed variables whose likelihood depends
+        on them directly ([FGWC16] eq. 20). For the private step methods.
+    neighbouring
+        ``"replace"`` (default; N public). ``"add_remove"`` is supported for clipped
+        log-likelihoods only.
+
+    Returns
+    -------
+    LoglikSensitivity
+        ``per_variable``, ``total``, and ``temperature(ε)`` = max(1, 2Δ/ε).
+
+    Raises
+    ------
+    ValueError
+        Where Δ is not finite or cannot be proven, with what to declare: e.g. for an
+        untruncated ``pm.Beta`` prior on a Bernoulli p, "Make it finite with
+        pmdp.truncate(model, {'p': (0.05, 0.95)})"; for missing data bounds, the
+        ``bounds=`` to declare; for an unsupported likelihood, ``pmdp.clip_loglik``;
+        for data anywhere but the observed variables, a refusal.
+
+    Examples
+    --------
+    >>> with pm.Model() as model:  # doctest: +SKIP
+    ...     p = pm.Uniform("p", 0.2, 0.8)
+    ...     pm.Bernoulli("y", p, observed=records)
+    >>> pmdp.loglik_sensitivity(model).temperature(1.0)  # doctest: +SKIP
+    2.772588722239781
+    """
+    import pymc as pm
+
+    model = pm.modelcontext(model)
+    relation = check_neighbouring(neighbouring)
+    if not model.observed_RVs:
+        raise ValueError("the model has no observed variables: there is no log-likelihood whose sensitivity to bound.")
+    if bounds is not None and not isinstance(bounds, Mapping):
+        raise ValueError("bounds must map observed variable names to their bounds, e.g. {'y': {'x': (0, 1)}}.")
+    bounds = dict(bounds or {})
+    observed_names = {rv.name for rv in model.observed_RVs}
+    unknown = sorted(set(bounds) - observed_names)
+    if unknown:
+        raise ValueError(f"bounds names {unknown}, which are not observed variables of the model ({sorted(observed_names)}).")
+    observed = list(model.observed_RVs)
+    wrt_names: tuple[str, ...] = ()
+    if wrt is not None:
+        wrt_names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+        free = {rv.name: rv for rv in model.free_RVs}
+        missing = [n for n in wrt_names if n not in free]
+        if missing or not wrt_names:
+            raise ValueError(f"wrt names {missing or wrt_names!r}: give free variables of the model ({sorted(free)}).")
+        targets = {free[n] for n in wrt_names}
+        observed = [
+            rv for rv in observed if targets & set(ancestors(list(rv.owner.inputs), blockers=list(model.free_RVs)))
+        ]
+    _check_data_confined(model, list(model.observed_RVs))
+    per_variable, derivations, checked_bounds, families = {}, {}, {}, {}
+    for rv in observed:
+        delta, how, family, checked = _variable_sensitivity(rv, model, bounds.get(rv.name), relation)
+        per_variable[rv.name], derivations[rv.name] = delta, how
+        if family is not None:
+            families[rv.name] = family
+            checked_bounds[rv.name] = checked
+    return LoglikSensitivity(
+        per_variable=per_variable,
+        derivations=derivations,
+        neighbouring=relation,
+        wrt=wrt_names,
+        bounds=checked_bounds,
+        families=families,
+    )

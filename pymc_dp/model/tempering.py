@@ -1,0 +1,236 @@
+"""Tempering and log-likelihood clipping: model transforms for tempered posteriors (OPS).
+
+* :func:`temper` returns a copy of a model whose density is
+  ``p(θ) · p(X | θ)^{1/T}`` (``part="likelihood"``, the default) or
+  ``(p(θ) p(X | θ))^{1/T}`` (``part="joint"``, [FGWC16] eq. 14). Both are the
+  exponential mechanism with utility log p(X | θ) (base measure the prior, resp.
+  Lebesgue) and the same privacy for the same T; likelihood-only keeps the prior
+  as the analyst wrote it.
+* :func:`clip_loglik` returns a copy in which every record's log-likelihood term is
+  clipped into ``[lower, upper]`` ([WM10] §2): one record then moves the
+  log-likelihood by at most ``upper − lower``, for any model.
+
+Both keep the observed variables observed (the tempering is a ``pm.Potential``
+adding ``(1/T − 1)`` times the log-likelihood; a clipped variable is a
+``pm.CustomDist`` around the original distribution), so every PyMC sampler works
+on the result. The user's model is never modified.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..accounting.validation import check_epsilon
+
+__all__ = ["temper", "clip_loglik", "loglik_clip_of", "clip_records", "TEMPERING_POTENTIAL"]
+
+#: Name of the potential :func:`temper` adds.
+TEMPERING_POTENTIAL = "dp_tempering"
+#: Attribute set on the op of a clipped observed variable: its ``(lower, upper)``.
+_CLIP_ATTR = "pymc_dp_loglik_clip"
+
+
+def loglik_clip_of(rv: Any) -> tuple[float, float] | None:
+    """``(lower, upper)`` if ``rv``'s log-likelihood terms were clipped by :func:`clip_loglik`, else None."""
+    owner = getattr(rv, "owner", None)
+    return getattr(getattr(owner, "op", None), _CLIP_ATTR, None)
+
+
+def temper(model: Any = None, temperature: float = 1.0, *, part: str = "likelihood") -> Any:
+    """A copy of ``model`` whose log-density is tempered by ``1/temperature``.
+
+    Parameters
+    ----------
+    model
+        The ``pm.Model`` (default: the enclosing ``with`` block's). Not modified.
+    temperature
+        T ≥ 1. T = 1 returns an unchanged copy.
+    part
+        ``"likelihood"`` (default): ``log p(θ) + log p(X | θ) / T``; ``"joint"``:
+        ``(log p(θ) + log p(X | θ)) / T`` ([FGWC16] eq. 14; Potentials of the model
+        count as prior and are tempered too). Jacobians of the value transforms are
+        never tempered: the tempered density is of the parameters themselves.
+
+    Returns
+    -------
+    pymc.Model
+        The tempered copy, with one extra ``pm.Potential`` named
+        :data:`TEMPERING_POTENTIAL` holding ``(1/T − 1) ×`` the tempered part.
+
+    Raises
+    ------
+    ValueError
+        For T < 1 or not finite, an unknown ``part``, or a model without observed
+        variables.
+    """
+    import pymc as pm
+    from pymc.model.fgraph import clone_model
+
+    model = pm.modelcontext(model)
+    t = check_epsilon(temperature, "temperature")
+    if t < 1.0:
+        raise ValueError(
+            f"temperature must be ≥ 1, got {t:g}: T < 1 would sharpen the posterior (and cost more privacy than "
+            "an exact posterior sample)."
+        )
+    if part not in ("likelihood", "joint"):
+        raise ValueError(f"part must be 'likelihood' or 'joint', got {part!r}.")
+    if not model.observed_RVs:
+        raise ValueError("the model has no observed variables: there is no likelihood to temper.")
+    if TEMPERING_POTENTIAL in model.named_vars:
+        raise ValueError(f"the model is already tempered (it has a variable named {TEMPERING_POTENTIAL!r}).")
+    tempered = clone_model(model)
+    if t == 1.0:
+        return tempered
+    terms = [pm.logp(rv, tempered.rvs_to_values[rv]).sum() for rv in tempered.observed_RVs]
+    if part == "joint":
+        terms += [pm.logp(rv, rv).sum() for rv in tempered.free_RVs]
+        terms += [pot.sum() for pot in tempered.potentials]
+    with tempered:
+        pm.Potential(TEMPERING_POTENTIAL, (1.0 / t - 1.0) * sum(terms))
+    return tempered
+
+
+def _clip_bounds(lower: Any, upper: Any) -> tuple[float, float]:
+    out = []
+    for what, v in (("lower", lower), ("upper", upper)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise ValueError(f"clip_loglik: {what} must be a finite number, got {v!r}.")
+        if not math.isfinite(float(v)):
+            raise ValueError(f"clip_loglik: {what} must be finite, got {v!r} (an infinite end leaves Δ unbounded).")
+        out.append(float(v))
+    if out[0] >= out[1]:
+        raise ValueError(f"clip_loglik needs lower < upper, got ({out[0]:g}, {out[1]:g}).")
+    return out[0], out[1]
+
+
+def _clipped_dist(rv: Any, lower: float, upper: float) -> Any:
+    """A ``pm.CustomDist`` drawing like ``rv`` whose log-density is ``clip(logp(rv), lower, upper)``."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    op = rv.owner.op
+    params = op.dist_params(rv.owner)
+
+    def logp(value: Any, *ps: Any) -> Any:
+        return pt.clip(pm.logp(op(*ps), value), lower, upper)
+
+    def dist(*ps_and_size: Any) -> Any:
+        *ps, size = ps_and_size
+        return op(*ps, size=size)
+
+    static = rv.type.shape
+    shape = tuple(int(s) for s in static) if None not in static else rv.shape
+    new = pm.CustomDist.dist(*params, dist=dist, logp=logp, class_name=f"clipped_{rv.name}", shape=shape)
+    setattr(new.owner.op, _CLIP_ATTR, (lower, upper))
+    return new
+
+
+def clip_loglik(model: Any = None, lower: float = -10.0, upper: float = 0.0) -> Any:
+    """A copy of ``model`` in which every record's log-likelihood term is clipped into ``[lower, upper]``.
+
+    After clipping, one record can change the log-likelihood by at most
+    ``upper − lower``, whatever the model, so :func:`pymc_dp.loglik_sensitivity` is
+    ``upper − lower`` for each clipped variable ([WM10] §2 clamps each factor into
+    [e^{−1}, e]: ``lower=-1, upper=1``). Terms outside the interval no longer
+    inform the posterior: choose ``lower`` below the log-likelihood of typical
+    records (e.g. a few units below its typical value), and ``upper`` at or above
+    its maximum (0 for discrete likelihoods, whose terms are ≤ 0).
+
+    Every observed variable is clipped: an unclipped one would leave the
+    sensitivity unbounded. Each one's "record" is one element (one row for a
+    multivariate likelihood).
+
+    Parameters
+    ----------
+    model
+        The ``pm.Model`` (default: the enclosing ``with`` block's). Not modified.
+    lower, upper
+        The clipping interval of one record's log-likelihood (finite, lower < upper).
+
+    Returns
+    -------
+    pymc.Model
+        The clipped copy; the observed variables keep their names and data.
+    """
+    import pymc as pm
+    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph, model_observed_rv
+
+    model = pm.modelcontext(model)
+    lo, hi = _clip_bounds(lower, upper)
+    if not model.observed_RVs:
+        raise ValueError("the model has no observed variables: there is no log-likelihood to clip.")
+    already = [rv.name for rv in model.observed_RVs if loglik_clip_of(rv) is not None]
+    if already:
+        raise ValueError(f"observed variable(s) {already} are already clipped; clip the original model once.")
+    try:
+        fg, _ = fgraph_from_model(model, inlined_views=True)
+    except NotImplementedError as err:
+        raise ValueError(f"this model cannot be copied for clipping ({err}).") from None
+    for node in [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]:
+        rv, value, *dims = node.inputs
+        new_rv = _clipped_dist(rv, lo, hi)
+        new_rv.name = rv.name
+        observed = model_observed_rv(new_rv, value, *dims)
+        observed.name = node.outputs[0].name
+        fg.replace(node.outputs[0], observed, import_missing=True)
+    return model_from_fgraph(fg, mutate_fgraph=True)
+
+
+def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> tuple[Any, dict[str, int]]:
+    """A copy of ``model`` whose observed records are clipped into their declared bounds.
+
+    ``families`` maps observed variable names to ``(family, checked bounds)``. Records
+    outside the family's support are an error (nothing is clipped then); records
+    outside the bounds are clipped, counted, and reported in a
+    :class:`~pymc_dp.families.ClippedRecordsWarning`. Returns the copy and the counts.
+    """
+    import pytensor.tensor as pt
+    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph, model_observed_rv
+
+    from ..families import ClippedRecordsWarning
+    from .privatize_model import _observed_records
+
+    new_values: dict[str, np.ndarray] = {}
+    clipped: dict[str, int] = {}
+    for rv in model.observed_RVs:
+        if rv.name not in families:
+            continue
+        family, bounds = families[rv.name]
+        records = np.asarray(_observed_records(model, rv))
+        flat = records.reshape(records.shape[0], -1) if records.ndim > 1 else records
+        bad = np.asarray(family.invalid(flat))
+        if bad.any():
+            raise ValueError(
+                f"observed variable {rv.name!r}: {int(bad.sum())} record(s) lie outside the support of the "
+                f"{family.name} likelihood (NaN, infinite, or impossible values); fix or drop them first."
+            )
+        if not bounds:
+            continue
+        values, mask = family.clip(flat, bounds)
+        count = int(np.asarray(mask).sum())
+        if count:
+            clipped[rv.name] = count
+            new_values[rv.name] = np.asarray(values, dtype=records.dtype).reshape(records.shape)
+    if clipped:
+        warnings.warn(
+            "records outside the declared bounds were clipped to them: "
+            + ", ".join(f"{n!r}: {c}" for n, c in clipped.items()),
+            ClippedRecordsWarning,
+            stacklevel=3,
+        )
+    if not new_values:
+        return model, clipped
+    fg, _ = fgraph_from_model(model, inlined_views=True)
+    for node in [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]:
+        name = node.outputs[0].name
+        if name in new_values:
+            rv, value, *dims = node.inputs
+            observed = model_observed_rv(rv, pt.constant(new_values[name], dtype=value.dtype), *dims)
+            observed.name = name
+            fg.replace(node.outputs[0], observed, import_missing=True)
+    return model_from_fgraph(fg, mutate_fgraph=True), clipped
