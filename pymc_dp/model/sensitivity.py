@@ -173,7 +173,10 @@ _INCREASING = (
     "Exp", "Exp2", "Log", "Log2", "Log10", "Log1p", "Expm1", "Sigmoid", "Softplus", "Sqrt", "Tanh",
     "Identity", "Cast", "Erf", "Log1mexp",
 )
-_SHAPE_OPS = ("DimShuffle", "Reshape", "SpecifyShape", "Subtensor", "Flatten", "Squeeze", "ExpandDims", "Alloc")
+_SHAPE_OPS = (
+    "DimShuffle", "Reshape", "SpecifyShape", "Subtensor", "Flatten", "Squeeze", "ExpandDims", "Alloc", "ViewOp",
+    "DeterministicWrapper", "OutputGuard",
+)
 
 
 def _free_range(rv: Any, model: Any, recurse: Any) -> tuple[float, float]:

@@ -1,0 +1,247 @@
+"""The OPS route of ``pmdp.sample``: one posterior sample per chain from a tempered posterior.
+
+"One posterior sample" ([FGWC16] §2.2, theory notes §4): an exact draw from
+``p(θ) p(X | θ)^{1/T}`` with ``T = 2Δ/ε`` is ε-DP, Δ the proven sensitivity of one
+record's log-likelihood (:func:`pymc_dp.loglik_sensitivity`). The route
+
+1. applies the declared truncation and log-likelihood clip (new models; the user's
+   model is untouched) and proves Δ, or refuses saying what to declare;
+2. sets ``T = max(1, 2Δ/ε)``: each released draw costs ``2Δ/T`` (ε, or less when
+   ε ≥ 2Δ and T is capped at 1);
+3. checks the whole cost — ``chains × samples`` draws — against the ledger's budget
+   before anything runs;
+4. clips the records into their declared bounds and samples the tempered model with
+   any PyMC sampler;
+5. releases ``samples`` draws per chain (by default the last one) and records the
+   spend, with the assumption that each released draw is an exact, independent sample
+   (convergence): the guarantee is for exact samples only.
+
+Nothing else of the run is released: the rest of the chain, the sampler statistics
+(functions of the data-dependent density) and the tuning are not covered by the
+cost and stay with the curator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..accounting import LedgerEntry, PrivacyLedger
+from ..accounting.validation import check_epsilon, check_neighbouring
+from ..families.privatize import PUBLIC_N
+from ..model import LoglikSensitivity, clip_loglik, loglik_sensitivity, temper, truncate
+from ..model.tempering import clip_records
+from ..trace import release
+
+__all__ = ["sample_ops", "plan_ops", "OPSPlan", "CONVERGENCE_ASSUMPTION", "MECHANISM"]
+
+#: The ledger mechanism name of a released posterior draw.
+MECHANISM = "one_posterior_sample"
+#: The assumption every OPS ledger entry carries.
+CONVERGENCE_ASSUMPTION = (
+    "assumes convergence: each released draw is an exact sample of the tempered posterior (a sampler within total "
+    "variation δ of it gives (ε, (1 + e^ε)·δ)-DP instead; Wang et al. 2015, Prop. 3)"
+)
+
+
+@dataclass(frozen=True)
+class OPSPlan:
+    """What an OPS run will release and cost, known before it starts.
+
+    Attributes
+    ----------
+    sensitivity
+        The proven :class:`~pymc_dp.model.LoglikSensitivity`.
+    epsilon
+        The ε asked for per posterior sample.
+    temperature
+        T = max(1, 2Δ/ε).
+    epsilon_per_sample
+        What one released draw costs: 2Δ/T (= ε unless T is capped at 1).
+    chains, samples
+        Chains, and draws released per chain.
+    draw_indices
+        Which draws of each chain are released.
+    """
+
+    sensitivity: LoglikSensitivity
+    epsilon: float
+    temperature: float
+    epsilon_per_sample: float
+    chains: int
+    samples: int
+    draw_indices: tuple[int, ...]
+    part: str = "likelihood"
+
+    @property
+    def total_epsilon(self) -> float:
+        """The basic-composition cost of the whole release: chains × samples × ε per sample."""
+        return self.chains * self.samples * self.epsilon_per_sample
+
+    def assumptions(self) -> tuple[str, ...]:
+        out = [CONVERGENCE_ASSUMPTION]
+        if self.samples > 1:
+            gap = self.draw_indices[1] - self.draw_indices[0]
+            out.append(
+                f"assumes the {self.samples} draws released per chain are independent exact samples "
+                f"(taken {gap} draws apart)"
+            )
+        out.append(PUBLIC_N)
+        return tuple(out)
+
+    def entry(self, neighbouring: str) -> LedgerEntry:
+        """The ledger entry this release records (one entry, ``chains × samples`` identical events)."""
+        exact = self.sensitivity.exact_samples(self.epsilon)
+        return LedgerEntry(
+            mechanism=MECHANISM,
+            epsilon=self.epsilon_per_sample,
+            count=self.chains * self.samples,
+            touched=", ".join(self.sensitivity.per_variable),
+            neighbouring=neighbouring,
+            noise_source="sampler",
+            assumptions=self.assumptions(),
+            details={
+                "sensitivity": self.sensitivity.total,
+                "sensitivity_per_variable": dict(self.sensitivity.per_variable),
+                "derivations": dict(self.sensitivity.derivations),
+                "temperature": self.temperature,
+                "tempered_part": self.part,
+                "epsilon_requested": self.epsilon,
+                "chains": self.chains,
+                "samples_per_chain": self.samples,
+                "exact_samples_at_T1": None if math.isinf(exact) else int(exact),
+            },
+        )
+
+    def __str__(self) -> str:
+        lines = [self.sensitivity.describe(self.epsilon)]
+        lines.append(
+            f"Release: {self.samples} draw(s) per chain × {self.chains} chain(s), each ε = "
+            f"{self.epsilon_per_sample:.6g}: total ε = {self.total_epsilon:.6g} (basic composition)."
+        )
+        return "\n".join(lines)
+
+
+def _resolve_chains(pm_sample_kwargs: Mapping[str, Any]) -> int:
+    """The number of chains ``pm.sample`` will run (its own default rule, so the cost is known up front)."""
+    chains = pm_sample_kwargs.get("chains")
+    if chains is None:
+        cores = pm_sample_kwargs.get("cores")
+        if cores is None:
+            try:
+                from pymc.sampling.mcmc import _cpu_count
+
+                cores = min(4, _cpu_count())
+            except ImportError:  # pragma: no cover - a PyMC without the helper
+                import os
+
+                cores = min(4, os.cpu_count() or 1)
+        chains = max(2, int(cores))
+    if isinstance(chains, bool) or not isinstance(chains, (int, np.integer)) or chains < 1:
+        raise ValueError(f"chains must be a positive integer, got {chains!r}.")
+    return int(chains)
+
+
+def _draw_indices(draws: int, samples: int) -> tuple[int, ...]:
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"samples must be a positive integer (draws released per chain), got {samples!r}.")
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise ValueError(f"draws must be a positive integer, got {draws!r}.")
+    if samples > draws:
+        raise ValueError(f"samples={samples} draws per chain cannot be released from a chain of draws={draws}.")
+    step = draws // samples
+    return tuple(int(draws - 1 - step * j) for j in reversed(range(samples)))
+
+
+def plan_ops(
+    model: Any,
+    epsilon: float,
+    *,
+    draws: int = 1000,
+    samples: int = 1,
+    chains: int | None = None,
+    bounds: Mapping[str, Mapping[str, Any]] | None = None,
+    part: str = "likelihood",
+    neighbouring: str = "replace",
+) -> OPSPlan:
+    """The temperature, cost and released draws of an OPS run on ``model`` (nothing is sampled or spent).
+
+    ``model`` must already be truncated or clipped as needed (see :func:`pymc_dp.truncate`,
+    :func:`pymc_dp.clip_loglik`). Raises ``ValueError`` where Δ cannot be proven.
+    """
+    eps = check_epsilon(epsilon)
+    if part not in ("likelihood", "joint"):
+        raise ValueError(f"part must be 'likelihood' or 'joint', got {part!r}.")
+    indices = _draw_indices(draws, samples)
+    report = loglik_sensitivity(model, bounds=bounds, neighbouring=neighbouring)
+    return OPSPlan(
+        sensitivity=report,
+        epsilon=eps,
+        temperature=report.temperature(eps),
+        epsilon_per_sample=report.epsilon_per_sample(eps),
+        chains=_resolve_chains({"chains": chains}),
+        samples=int(samples),
+        draw_indices=indices,
+        part=part,
+    )
+
+
+def sample_ops(
+    model: Any,
+    draws: int,
+    *,
+    epsilon: float | None,
+    samples: int,
+    bounds: Mapping[str, Mapping[str, Any]] | None,
+    truncation: Mapping[str, Any] | None,
+    loglik_clip: Sequence[float] | None,
+    part: str,
+    ledger: PrivacyLedger | None,
+    neighbouring: str | None,
+    pm_sample_kwargs: Mapping[str, Any],
+) -> Any:
+    """``pmdp.sample(method="ops")``: see :func:`pymc_dp.sample`."""
+    import pymc as pm
+
+    if epsilon is None:
+        raise ValueError(
+            "method='ops' needs epsilon=: the ε each released posterior sample costs (T = max(1, 2Δ/ε))."
+        )
+    if not model.observed_RVs:
+        raise ValueError("method='ops' needs a model with observed records; this one has none.")
+    if ledger is None:
+        ledger = PrivacyLedger(neighbouring=check_neighbouring(neighbouring or "replace"))
+    elif not isinstance(ledger, PrivacyLedger):
+        raise ValueError(f"ledger must be a pmdp.PrivacyLedger or None, got {type(ledger).__name__}.")
+    elif neighbouring is not None and check_neighbouring(neighbouring) != ledger.neighbouring:
+        raise ValueError(f"neighbouring={neighbouring!r} but the ledger uses {ledger.neighbouring!r}.")
+
+    working = model
+    if truncation is not None:
+        working = truncate(working, truncation)
+    if loglik_clip is not None:
+        try:
+            lower, upper = loglik_clip
+        except (TypeError, ValueError):
+            raise ValueError(f"loglik_clip must be a (lower, upper) pair, got {loglik_clip!r}.") from None
+        working = clip_loglik(working, lower, upper)
+    chains = _resolve_chains(pm_sample_kwargs)
+    plan = plan_ops(
+        working, epsilon, draws=draws, samples=samples, chains=chains, bounds=bounds, part=part,
+        neighbouring=ledger.neighbouring,
+    )
+    entry = plan.entry(ledger.neighbouring)
+    ledger.check(entry)  # refuse before anything runs
+
+    report = plan.sensitivity
+    clipped_model, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})
+    tempered = temper(clipped_model, plan.temperature, part=part)
+    kwargs = dict(pm_sample_kwargs)
+    kwargs["chains"] = chains
+    idata = pm.sample(draws, model=tempered, **kwargs)
+    chosen = idata.isel(draw=list(plan.draw_indices))
+    ledger.record(entry)
+    return release(chosen, ledger=ledger, model=tempered, sample_stats=())
