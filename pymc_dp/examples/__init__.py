@@ -2,9 +2,9 @@
 
 * :mod:`pymc_dp.examples.beta_bernoulli`: one Laplace-noised count, a noise-aware
   PyMC model of it, the released trace and its ledger (``pymc-dp demo``).
-* :mod:`pymc_dp.examples.fig2_laplace`: [FGWC16] Fig. 2's Laplace curve — the error
+* :mod:`pymc_dp.examples.fig2`: [FGWC16] Fig. 2's Laplace curve — the error
   of one sample from the Laplace-privatised beta-Bernoulli posterior against N
-  (``python -m pymc_dp.examples.fig2_laplace``).
+  (``python -m pymc_dp.examples.fig2``).
 
 Each example module is importable on its own; importing this package does not
 import PyMC.

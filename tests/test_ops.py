@@ -1,0 +1,260 @@
+"""Tempered posteriors ("one posterior sample"): truncate, clip_loglik, temper and pmdp.sample(method="ops").
+
+The statistical checks compare MCMC draws of a tempered model with the analytic
+tempered, truncated Beta posterior. Tolerances are 4 Monte Carlo standard errors
+computed from the chains themselves (sd/√ESS for the mean, sd/√(2·ESS) for the sd),
+so a wrong temperature (e.g. T² or 1/T) or a missing truncation, which move the mean
+by many standard errors, fail, while a correct sampler fails with probability
+below 1e-4 per check.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import integrate, stats
+
+import pymc_dp as pmdp
+from pymc_dp.families import ClippedRecordsWarning
+from pymc_dp.model.tempering import TEMPERING_POTENTIAL
+
+N, SUCCESSES = 40, 6
+RECORDS = np.r_[np.ones(SUCCESSES), np.zeros(N - SUCCESSES)].astype(np.int8)
+A0 = 0.2  # [FGWC16] Fig. 1's truncation: Δ = ln 4
+
+
+def beta_bernoulli(records=RECORDS, prior=(1.0, 1.0)) -> pm.Model:
+    with pm.Model() as model:
+        p = pm.Beta("p", *prior)
+        pm.Bernoulli("y", p, observed=records)
+    return model
+
+
+def truncated_beta_moments(a: float, b: float, lo: float, hi: float) -> tuple[float, float]:
+    dist = stats.beta(a, b)
+    mass = dist.cdf(hi) - dist.cdf(lo)
+    m1 = integrate.quad(lambda t: t * dist.pdf(t), lo, hi)[0] / mass
+    m2 = integrate.quad(lambda t: t * t * dist.pdf(t), lo, hi)[0] / mass
+    return m1, math.sqrt(m2 - m1 * m1)
+
+
+def assert_matches(draws: np.ndarray, idata, mean: float, sd: float) -> None:
+    ess = float(az.ess(idata, var_names=["p"])["p"])
+    assert ess > 300, f"too few effective draws ({ess:.0f}) for the tolerance to mean anything"
+    assert abs(draws.mean() - mean) < 4 * sd / math.sqrt(ess), (draws.mean(), mean, ess)
+    assert abs(draws.std() - sd) < 4 * sd / math.sqrt(2 * ess), (draws.std(), sd, ess)
+
+
+# --------------------------------------------------------------------------- transforms
+
+
+def test_truncate_returns_a_new_model_and_leaves_the_users_alone():
+    model = beta_bernoulli()
+    truncated = pmdp.truncate(model, {"p": (A0, 1 - A0)})
+    assert truncated is not model
+    assert type(model.rvs_to_transforms[model["p"]]).__name__ == "LogOddsTransform"
+    assert type(truncated.rvs_to_transforms[truncated["p"]]).__name__ == "Interval"
+    logp = truncated.compile_logp(vars=[truncated["p"]], jacobian=False)
+    # Beta(1, 1) truncated to [0.2, 0.8] is uniform with density 1/0.6 there (0 on the
+    # interval transform's scale is its midpoint, p = 0.5).
+    point = {"p_interval__": np.array(0.0)}
+    assert float(logp(point)) == pytest.approx(-math.log(0.6))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"y": (0.1, 0.9)}, "observed variable"),
+        ({"nope": (0.1, 0.9)}, "not a free variable"),
+        ({"p": (0.9, 0.1)}, "lower < upper"),
+        ({"p": 0.1}, r"\(lower, upper\) pair"),
+        ({"p": (None, None)}, "at least one"),
+        ({"p": (float("nan"), 0.5)}, "finite number"),
+        ({}, "non-empty dict"),
+    ],
+)
+def test_truncate_refuses_bad_specifications(spec, message):
+    with pytest.raises(ValueError, match=message):
+        pmdp.truncate(beta_bernoulli(), spec)
+
+
+def test_dirichlet_floor_keeps_every_coordinate_above_it():
+    with pm.Model() as model:
+        theta = pm.Dirichlet("theta", np.array([0.3, 1.0, 4.0]))
+        pm.Categorical("c", theta, observed=np.array([2, 2, 1]))
+    truncated = pmdp.truncate(model, {"theta": 0.1})
+    idata = pm.sample(500, tune=500, chains=1, model=truncated, progressbar=False, random_seed=3)
+    draws = idata.posterior["theta"].values.reshape(-1, 3)
+    assert draws.min() >= 0.1 - 1e-12
+    assert np.allclose(draws.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match=r"\(0, 1/K\)"):
+        pmdp.truncate(model, {"theta": 0.4})
+    with pm.Model() as hierarchical:
+        conc = pm.HalfNormal("conc", 1.0)
+        theta = pm.Dirichlet("theta", conc * np.ones(3))
+        pm.Categorical("c", theta, observed=np.array([0]))
+    with pytest.raises(ValueError, match="random concentration"):
+        pmdp.truncate(hierarchical, {"theta": 0.1})
+
+
+def test_temper_scales_the_log_likelihood_and_nothing_else():
+    model = pmdp.truncate(beta_bernoulli(prior=(2.0, 3.0)), {"p": (A0, 1 - A0)})
+    point = model.initial_point()
+    lik = float(model.compile_logp(vars=model.observed_RVs)(point))
+    prior = float(model.compile_logp(vars=model.free_RVs)(point))  # includes the Jacobian
+    prior_no_jac = float(model.compile_logp(vars=model.free_RVs, jacobian=False)(point))
+    t = 3.5
+    tempered = pmdp.temper(model, t)
+    assert float(tempered.compile_logp()(point)) == pytest.approx(prior + lik / t, rel=1e-12)
+    joint = pmdp.temper(model, t, part="joint")
+    jac = prior - prior_no_jac
+    assert float(joint.compile_logp()(point)) == pytest.approx((prior_no_jac + lik) / t + jac, rel=1e-12)
+    assert TEMPERING_POTENTIAL in tempered.named_vars and TEMPERING_POTENTIAL not in model.named_vars
+    assert float(pmdp.temper(model, 1.0).compile_logp()(point)) == pytest.approx(prior + lik)
+    with pytest.raises(ValueError, match="≥ 1"):
+        pmdp.temper(model, 0.5)
+    with pytest.raises(ValueError, match="part"):
+        pmdp.temper(model, 2.0, part="prior")
+    with pytest.raises(ValueError, match="already tempered"):
+        pmdp.temper(tempered, 2.0)
+
+
+def test_clip_loglik_clips_every_record_term():
+    records = np.array([0.1, -0.4, 9.0, 30.0])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        pm.StudentT("t", nu=3, mu=mu, sigma=1, observed=records)
+    clipped = pmdp.clip_loglik(model, -5.0, -1.2)
+    point = {"mu": np.array(0.3)}
+    terms = stats.t.logpdf(records, 3, loc=0.3, scale=1)
+    got = clipped.compile_logp(vars=clipped.observed_RVs, sum=False)(point)[0]
+    # PyMC and SciPy evaluate the Student-t log-density to ~1e-9 of each other.
+    np.testing.assert_allclose(got, np.clip(terms, -5.0, -1.2), rtol=1e-7)
+    assert float(model.compile_logp(vars=model.observed_RVs)(point)) == pytest.approx(terms.sum())  # untouched
+
+
+# --------------------------------------------------------------------------- the tempered posterior
+
+
+@pytest.mark.parametrize("sampler", ["nuts", "metropolis"])
+def test_tempered_model_matches_the_analytic_tempered_truncated_beta(sampler):
+    # Likelihood tempering at T = 2 ln 4 (a0 = 0.2, ε = 1): Beta(1 + s/T, 1 + (N − s)/T) on [0.2, 0.8].
+    # With s = 6 of 40 the untruncated tempered mean is ≈ 0.19: the truncation carries real weight.
+    truncated = pmdp.truncate(beta_bernoulli(), {"p": (A0, 1 - A0)})
+    t = pmdp.loglik_sensitivity(truncated).temperature(1.0)
+    assert t == pytest.approx(2 * math.log(4))
+    mean, sd = truncated_beta_moments(1 + SUCCESSES / t, 1 + (N - SUCCESSES) / t, A0, 1 - A0)
+    tempered = pmdp.temper(truncated, t)
+    with tempered:
+        step = pm.Metropolis() if sampler == "metropolis" else None
+        draws = 6000 if sampler == "metropolis" else 2000
+        idata = pm.sample(draws, tune=1000, chains=2, cores=1, step=step, progressbar=False, random_seed=11,
+                          compute_convergence_checks=False)
+    assert_matches(idata.posterior["p"].values.ravel(), idata, mean, sd)
+    # The untempered posterior is clearly different (the test can fail):
+    plain_mean, _ = truncated_beta_moments(1 + SUCCESSES, 1 + N - SUCCESSES, A0, 1 - A0)
+    assert abs(plain_mean - mean) > 10 * sd / math.sqrt(2000)
+
+
+def test_joint_tempering_matches_fgwc16_eq14():
+    # Beta(2, 3) prior tempered with the likelihood: Beta(1 + (1 + s)/T, 1 + (2 + N − s)/T) on [0.2, 0.8].
+    truncated = pmdp.truncate(beta_bernoulli(prior=(2.0, 3.0)), {"p": (A0, 1 - A0)})
+    t = 4.0
+    mean, sd = truncated_beta_moments(1 + (1 + SUCCESSES) / t, 1 + (2 + N - SUCCESSES) / t, A0, 1 - A0)
+    idata = pm.sample(2000, tune=1000, chains=2, cores=1, model=pmdp.temper(truncated, t, part="joint"),
+                      progressbar=False, random_seed=5, compute_convergence_checks=False)
+    assert_matches(idata.posterior["p"].values.ravel(), idata, mean, sd)
+
+
+# --------------------------------------------------------------------------- pmdp.sample(method="ops")
+
+OPS = dict(method="ops", tune=300, cores=1, progressbar=False, compute_convergence_checks=False)
+
+
+def test_ops_releases_one_draw_per_chain_charged_epsilon(tmp_path):
+    ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=3.0))
+    with beta_bernoulli():
+        idata = pmdp.sample(200, epsilon=1.0, truncate={"p": (A0, 1 - A0)}, ledger=ledger, chains=2,
+                            random_seed=1, **OPS)
+    assert set(idata.groups()) == {"posterior", "privacy"}  # no data, no log-likelihood, no sampler statistics
+    assert idata.posterior.sizes == {"chain": 2, "draw": 1}
+    assert float(idata.posterior["draw"][0]) == 199  # the last draw of each chain
+    (entry,) = pmdp.ledger(idata).entries
+    assert entry.mechanism == "one_posterior_sample"
+    assert (entry.epsilon, entry.count, entry.noise_source) == (1.0, 2, "sampler")
+    assert entry.assumptions[0].startswith("assumes convergence")
+    assert entry.details["temperature"] == pytest.approx(2 * math.log(4))
+    assert entry.details["sensitivity"] == pytest.approx(math.log(4))
+    assert ledger.total().epsilon == pytest.approx(2.0)
+    path = tmp_path / "ops.nc"
+    idata.to_netcdf(path)
+    assert pmdp.ledger(path) == pmdp.ledger(idata)
+    assert az.summary(idata, kind="stats")["mean"].notna().all()
+
+
+def test_ops_with_several_samples_and_a_budget_that_refuses_before_sampling(monkeypatch):
+    ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=5.0))
+    with beta_bernoulli():
+        idata = pmdp.sample(300, epsilon=0.5, truncate={"p": (A0, 1 - A0)}, samples=3, chains=2, ledger=ledger,
+                            random_seed=2, **OPS)
+    assert idata.posterior.sizes["draw"] == 3
+    assert list(idata.posterior["draw"].values) == [99, 199, 299]
+    assert ledger.total().epsilon == pytest.approx(2 * 3 * 0.5)
+    assert any("independent" in a for a in ledger.entries[0].assumptions)
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("pm.sample ran although the budget could not pay")
+
+    monkeypatch.setattr(pm, "sample", must_not_run)
+    with beta_bernoulli():
+        with pytest.raises(pmdp.BudgetExceededError, match="one_posterior_sample"):
+            pmdp.sample(300, epsilon=0.5, truncate={"p": (A0, 1 - A0)}, samples=3, chains=2, ledger=ledger, **OPS)
+    assert ledger.total().epsilon == pytest.approx(3.0)  # nothing recorded
+
+
+def test_ops_caps_the_temperature_at_one_and_charges_what_an_exact_sample_costs():
+    with beta_bernoulli():
+        idata = pmdp.sample(100, epsilon=10.0, truncate={"p": (A0, 1 - A0)}, chains=1, random_seed=3, **OPS)
+    (entry,) = pmdp.ledger(idata).entries
+    assert entry.details["temperature"] == 1.0
+    assert entry.epsilon == pytest.approx(2 * math.log(4))  # 2Δ < ε
+    assert entry.details["exact_samples_at_T1"] == 3
+
+
+def test_ops_clips_records_to_the_declared_bounds_and_refuses_what_it_cannot_prove():
+    records = np.array([0.5, 1.5, 12.0, -7.0])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 3)
+        pm.Normal("y", mu, 2.0, observed=records)
+    with model, pytest.warns(ClippedRecordsWarning, match="'y': 2"):
+        idata = pmdp.sample(100, epsilon=1.0, truncate={"mu": (-3, 3)}, bounds={"y": {"x": (-5, 5)}}, chains=1,
+                            random_seed=4, **OPS)
+    assert pmdp.ledger(idata).entries[0].details["sensitivity"] == pytest.approx(10 * 6 / (2 * 4))
+    assert float(model.rvs_to_values[model["y"]].data.max()) == 12.0  # the user's data untouched
+    with model:
+        with pytest.raises(ValueError, match=r"pmdp\.truncate\(model, \{'mu'"):
+            pmdp.sample(100, epsilon=1.0, bounds={"y": {"x": (-5, 5)}}, **OPS)
+        with pytest.raises(ValueError, match="needs epsilon"):
+            pmdp.sample(100, truncate={"mu": (-3, 3)}, **OPS)
+        with pytest.raises(ValueError, match="apply to method='laplace' only"):
+            pmdp.sample(100, epsilon=1.0, noise_rng=1, **OPS)
+        with pytest.raises(ValueError, match="samples=5 draws"):
+            pmdp.sample(4, epsilon=1.0, truncate={"mu": (-3, 3)}, bounds={"y": {"x": (-5, 5)}}, samples=5, **OPS)
+
+
+def test_ops_with_a_clipped_log_likelihood_takes_models_the_laplace_route_cannot():
+    records = np.array([0.2, -1.0, 0.7, 25.0])
+    with pm.Model():
+        mu = pm.Normal("mu", 0, 2)
+        pm.StudentT("t", nu=4, mu=mu, sigma=1, observed=records)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            idata = pmdp.sample(100, epsilon=2.0, loglik_clip=(-8.0, 0.0), chains=1, random_seed=6, **OPS)
+    entry = pmdp.ledger(idata).entries[0]
+    assert entry.details["sensitivity"] == 8.0 and entry.details["temperature"] == pytest.approx(8.0)
+    assert "observed_data" not in idata.groups()
