@@ -31,6 +31,8 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/laplace_route.py
+	$(PY) benchmarks/ops_efficiency.py
+	$(PY) benchmarks/ops_tempering.py
 
 clean:
 	rm -rf docs/_build docs/api/generated .pytest_cache build *.egg-info

@@ -5,7 +5,7 @@ Pure Python on top of NumPy/SciPy and Google's ``dp-accounting``; no PyMC import
 
 from .budget import COMPOSITION_METHODS, Budget, BudgetExceededError
 from .entry import NOISE_SOURCES, LedgerEntry, PrivacyCost
-from .ledger import PrivacyLedger
+from .ledger import PrivacyLedger, resolve_ledger
 from .subsampling import amplified_epsilon, amplify_by_subsampling
 from .validation import NEIGHBOURING_RELATIONS
 
@@ -20,4 +20,5 @@ __all__ = [
     "PrivacyLedger",
     "amplified_epsilon",
     "amplify_by_subsampling",
+    "resolve_ledger",
 ]

@@ -13,7 +13,7 @@ from .entry import LedgerEntry, PrivacyCost
 from .events import check_entry_consistency
 from .validation import check_count, check_neighbouring
 
-__all__ = ["PrivacyLedger"]
+__all__ = ["PrivacyLedger", "resolve_ledger"]
 
 _FORMAT = "pymc_dp.ledger"
 _VERSION = 1
@@ -374,3 +374,18 @@ class PrivacyLedger:
         import html
 
         return "<pre>" + html.escape(self.summary()) + "</pre>"
+
+
+def resolve_ledger(ledger: PrivacyLedger | None, neighbouring: str | None) -> PrivacyLedger:
+    """The ledger an operation charges: ``ledger``, or a new one without a budget under ``neighbouring``.
+
+    Raises ``ValueError`` for something that is not a ledger, or a ``neighbouring``
+    that contradicts the given ledger's relation.
+    """
+    if ledger is None:
+        return PrivacyLedger(neighbouring=check_neighbouring(neighbouring or "replace"))
+    if not isinstance(ledger, PrivacyLedger):
+        raise ValueError(f"ledger must be a pmdp.PrivacyLedger or None, got {type(ledger).__name__}.")
+    if neighbouring is not None and check_neighbouring(neighbouring) != ledger.neighbouring:
+        raise ValueError(f"neighbouring={neighbouring!r} but the ledger uses {ledger.neighbouring!r}.")
+    return ledger

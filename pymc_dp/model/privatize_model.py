@@ -17,8 +17,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..accounting import LedgerEntry, PrivacyLedger
-from ..accounting.validation import check_epsilon, check_neighbouring
+from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
+from ..accounting.validation import check_epsilon
 from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import ancestors
@@ -295,12 +295,7 @@ def privatize_model(
     if epsilon is None:
         raise ValueError("pass epsilon=, the total privacy budget to spend on the model's observed data.")
     eps = check_epsilon(epsilon)
-    if ledger is None:
-        ledger = PrivacyLedger(neighbouring=check_neighbouring(neighbouring or "replace"))
-    elif not isinstance(ledger, PrivacyLedger):
-        raise ValueError(f"ledger must be a pmdp.PrivacyLedger or None, got {type(ledger).__name__}.")
-    elif neighbouring is not None and check_neighbouring(neighbouring) != ledger.neighbouring:
-        raise ValueError(f"neighbouring={neighbouring!r} but the ledger uses {ledger.neighbouring!r}.")
+    ledger = resolve_ledger(ledger, neighbouring)
     public_names = _check_public(model, public)
     if not [rv for rv in model.observed_RVs if rv.name not in public_names]:
         raise ValueError(

@@ -29,8 +29,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..accounting import LedgerEntry, PrivacyLedger
-from ..accounting.validation import check_epsilon, check_neighbouring
+from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
+from ..accounting.validation import check_epsilon
 from ..families.privatize import PUBLIC_N
 from ..model import LoglikSensitivity, clip_loglik, loglik_sensitivity, temper, truncate
 from ..model.tempering import clip_records
@@ -212,12 +212,7 @@ def sample_ops(
         )
     if not model.observed_RVs:
         raise ValueError("method='ops' needs a model with observed records; this one has none.")
-    if ledger is None:
-        ledger = PrivacyLedger(neighbouring=check_neighbouring(neighbouring or "replace"))
-    elif not isinstance(ledger, PrivacyLedger):
-        raise ValueError(f"ledger must be a pmdp.PrivacyLedger or None, got {type(ledger).__name__}.")
-    elif neighbouring is not None and check_neighbouring(neighbouring) != ledger.neighbouring:
-        raise ValueError(f"neighbouring={neighbouring!r} but the ledger uses {ledger.neighbouring!r}.")
+    ledger = resolve_ledger(ledger, neighbouring)
 
     working = model
     if truncation is not None:
