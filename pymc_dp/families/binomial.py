@@ -137,7 +137,7 @@ class Binomial(Family):
         """Δ = n · (logit hi − logit lo) / 2 for p ∈ [lo, hi] ⊂ (0, 1).
 
         ``log p(x | p) = x · logit p + n log(1 − p) + log C(n, x)``, so
-        ``d = (x′ − x) · logit p`` with |x′ − x| ≤ n; its range over p is
+        ``d = (x′ − x) · logit p`` with ``|x′ − x| ≤ n``; its range over p is
         ``n (logit hi − logit lo)`` (see :meth:`Family.loglik_sensitivity`). On
         [a₀, 1 − a₀] with n = 1 this is [FGWC16] eq. 15, log((1 − a₀)/a₀).
         """

@@ -231,7 +231,7 @@ class Normal(Family):
 
         ``d = ((x − μ)² − (x′ − μ)²) / (2σ²) = (x² − x′²)/(2σ²) + μ (x′ − x)/σ²``: linear
         in μ, so its range over μ is ``|x′ − x| (m_hi − m_lo)/σ²``, largest at
-        |x′ − x| = hi − lo. With σ unknown the family gives no bound (clip instead).
+        ``|x′ − x| = hi − lo``. With σ unknown the family gives no bound (clip instead).
         """
         if self.sigma is None:
             raise ValueError(

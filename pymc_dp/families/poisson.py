@@ -156,7 +156,7 @@ class Poisson(Family):
         """Δ = U · (log hi − log lo) / 2 for counts clipped to [0, U] and a rate λ ∈ [lo, hi], lo > 0.
 
         ``log p(x | λ) = x log λ − λ − log x!``, so ``d = (x′ − x) log λ`` with
-        |x′ − x| ≤ U; its range over λ is ``U (log hi − log lo)``.
+        ``|x′ − x| ≤ U``; its range over λ is ``U (log hi − log lo)``.
         """
         lo, hi = checked_range(ranges, "mu", self, lower=0.0, open_lower=True)
         upper = self.check_bounds(bounds)["upper"]
