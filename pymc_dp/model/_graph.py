@@ -6,7 +6,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["ancestors", "data_leaves", "describe_leaf"]
+__all__ = ["ancestors", "data_leaves", "describe_leaf", "only_constants"]
 
 
 def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[Any]:
@@ -50,3 +50,14 @@ def describe_leaf(var: Any) -> str:
     name = getattr(var, "name", None)
     shape = np.shape(getattr(var, "data", None)) if hasattr(var, "data") else np.shape(var.get_value(borrow=True))
     return f"{name!r} (shape {shape})" if name else f"an unnamed array of shape {shape}"
+
+
+def only_constants(var: Any) -> bool:
+    """Whether the graph of ``var`` has constants as its only inputs (no variables, no shared data)."""
+    try:
+        from pytensor.graph.traversal import graph_inputs
+    except ImportError:  # pragma: no cover - older PyTensor
+        from pytensor.graph.basic import graph_inputs
+    from pytensor.graph.basic import Constant
+
+    return all(isinstance(v, Constant) for v in graph_inputs([var]))

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..accounting.validation import check_epsilon, check_neighbouring
 from ..families import family_of_dist
-from ._graph import ancestors, data_leaves, describe_leaf
+from ._graph import ancestors, data_leaves, describe_leaf, only_constants
 from .tempering import loglik_clip_of
 from .truncation import is_simplex_floor
 
@@ -129,16 +129,6 @@ def _constant_range(values: Any) -> tuple[float, float]:
     return float(data.min()), float(data.max())
 
 
-def _only_constants(var: Any) -> bool:
-    try:
-        from pytensor.graph.traversal import graph_inputs
-    except ImportError:  # pragma: no cover - older PyTensor
-        from pytensor.graph.basic import graph_inputs
-    from pytensor.graph.basic import Constant
-
-    return all(isinstance(v, Constant) for v in graph_inputs([var]))
-
-
 def _finite_or_unbounded(lo: float, hi: float) -> tuple[float, float]:
     if math.isnan(lo) or math.isnan(hi):
         return _UNBOUNDED
@@ -225,7 +215,7 @@ def parameter_range(var: Any, model: Any) -> tuple[float, float]:
         owner = v.owner
         if owner is None:
             return _UNBOUNDED  # a shared variable (data): refused elsewhere
-        if _only_constants(v):
+        if only_constants(v):
             return _constant_range(v.eval())
         op = owner.op
         kind = type(op).__name__

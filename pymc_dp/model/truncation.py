@@ -27,6 +27,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ._graph import only_constants
+
 __all__ = ["truncate", "SimplexFloor"]
 
 
@@ -178,7 +180,7 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
                 raise ValueError(f"the Dirichlet variable {name!r} needs a static number of categories to be truncated.")
             floor = _floor(spec, name, int(k))
             concentration = rv.owner.op.dist_params(rv.owner)[0]
-            if not _is_constant(concentration):
+            if not only_constants(concentration):
                 raise ValueError(
                     f"the Dirichlet variable {name!r} has a random concentration; truncating it would change that "
                     "concentration's prior (the restricted density's normalising constant depends on it). Give it "
@@ -207,12 +209,3 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
         fg.replace(node.outputs[0], new, import_missing=True)
     return model_from_fgraph(fg, mutate_fgraph=True)
 
-
-def _is_constant(var: Any) -> bool:
-    try:
-        from pytensor.graph.traversal import graph_inputs
-    except ImportError:  # pragma: no cover - older PyTensor
-        from pytensor.graph.basic import graph_inputs
-    from pytensor.graph.basic import Constant
-
-    return all(isinstance(v, Constant) for v in graph_inputs([var]))
