@@ -29,7 +29,8 @@ from .model import (
     truncate,
 )
 from .sampling import sample
-from .trace import attach_ledger, ledger, release
+from .step_methods import PrivateGibbs, PrivateMetropolis
+from .trace import attach_ledger, ledger, plot_ledger, release
 
 try:
     __version__ = _version("pymc-dp")
@@ -44,6 +45,8 @@ __all__ = [
     "Measurement",
     "PrivacyCost",
     "PrivacyLedger",
+    "PrivateGibbs",
+    "PrivateMetropolis",
     "PrivateStatistics",
     "__version__",
     "amplify_by_subsampling",
@@ -55,6 +58,7 @@ __all__ = [
     "observe_count_measurements",
     "observe_measurements",
     "observe_stats",
+    "plot_ledger",
     "privatize",
     "privatize_model",
     "release",

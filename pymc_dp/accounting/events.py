@@ -21,6 +21,15 @@ Event types (``noise_multiplier`` = noise scale / sensitivity, as in dp-accounti
 - ``{"type": "sampled_without_replacement", "source_dataset_size": n,
   "sample_size": m, "event": {...}}``: the inner event run on m of the n records
   drawn without replacement (replace relation).
+- ``{"type": "random_scan", "epsilon": ε, "probability": q}``: an ε-DP update of
+  one record's latent that runs with probability q (a random scan of Q of N
+  per-record latents, q = Q/N), *revealing whether it ran* (replace relation). Pure
+  ε is not amplified, but the pair of output laws is dominated by
+  ``(1 − q)·⊥ + q·RR_ε(0)`` vs ``(1 − q)·⊥ + q·RR_ε(1)`` — randomised response with a
+  common, disjoint "not updated" outcome — so δ(ε′) = q·δ_ε(ε′) for every ε′ ≥ 0
+  (Balle, Barthe & Gaboardi 2018, Thm 2). Its Rényi curve is
+  ``log(1 − q + q (e^{αε} + e^{(1−α)ε}) / (1 + e^ε)) / (α − 1)`` and its PLD is
+  built from the two three-point laws.
 
 The neighbouring relation of an event is the one of its ledger entry: a
 ``noise_multiplier`` is relative to the sensitivity computed under that relation,
@@ -48,6 +57,7 @@ _REQUIRED = {
     "randomized_response": ("noise_parameter", "num_buckets"),
     "poisson_sampled": ("sampling_probability", "event"),
     "sampled_without_replacement": ("source_dataset_size", "sample_size", "event"),
+    "random_scan": ("epsilon", "probability"),
 }
 
 
@@ -78,6 +88,9 @@ def validate_event(event: Mapping[str, Any]) -> dict[str, Any]:
         out["num_buckets"] = check_count(event["num_buckets"], "event num_buckets")
         if out["num_buckets"] < 2:
             raise ValueError("event num_buckets must be >= 2 for randomised response.")
+    elif kind == "random_scan":
+        out["epsilon"] = check_epsilon(event["epsilon"], "event epsilon")
+        out["probability"] = check_probability(event["probability"], "event probability")
     elif kind == "poisson_sampled":
         out["sampling_probability"] = check_probability(event["sampling_probability"], "event sampling_probability")
         out["event"] = validate_event(event["event"])
@@ -106,6 +119,8 @@ def event_epsilon(event: Mapping[str, Any]) -> float | None:
         return 1.0 / event["noise_multiplier"]
     if kind == "discrete_laplace":
         return event["noise_parameter"] * event["sensitivity"]
+    if kind == "random_scan":
+        return event["epsilon"]
     if kind == "randomized_response":
         p, k = event["noise_parameter"], event["num_buckets"]
         return math.log((1 - p + p / k) / (p / k))
@@ -194,7 +209,7 @@ def _accountant_relation(event: Mapping[str, Any], neighbouring: str) -> str | N
     kind = event["type"]
     if kind in ("laplace", "gaussian", "discrete_laplace"):
         return "ADD_OR_REMOVE_ONE"
-    if kind in ("randomized_response", "sampled_without_replacement"):
+    if kind in ("randomized_response", "sampled_without_replacement", "random_scan"):
         return "REPLACE_ONE" if neighbouring == "replace" else None
     if kind == "poisson_sampled":
         return "ADD_OR_REMOVE_ONE" if neighbouring == "add_remove" else None
@@ -214,11 +229,34 @@ def pure_dp_rdp_curve(epsilon: float) -> np.ndarray:
     return np.minimum(epsilon, a * epsilon**2 / 2)
 
 
+def random_scan_rdp(epsilon: float, q: float, orders: np.ndarray) -> np.ndarray:
+    """Rényi divergence of the ``random_scan`` pair at each order α > 1 (see the module docstring)."""
+    a = np.asarray(orders, dtype=float)
+    log_ratio = np.logaddexp(a * epsilon, (1 - a) * epsilon) - np.log1p(np.exp(epsilon))
+    inner = np.logaddexp(np.log1p(-q) if q < 1 else -np.inf, np.log(q) + log_ratio)
+    return inner / (a - 1)
+
+
+def _random_scan_pld(epsilon: float, q: float, discretization: float):
+    from dp_accounting.pld import privacy_loss_distribution as PLD
+
+    yes = math.log(q) + epsilon - math.log1p(math.exp(epsilon))
+    no = math.log(q) - math.log1p(math.exp(epsilon))
+    upper = {"updated+": yes, "updated-": no}
+    lower = {"updated+": no, "updated-": yes}
+    if q < 1:
+        upper["not updated"] = lower["not updated"] = math.log1p(-q)
+    return PLD.from_two_probability_mass_functions(lower, upper, value_discretization_interval=discretization)
+
+
 @lru_cache(maxsize=4096)
 def _rdp_curve_cached(key: str, neighbouring: str, pure_epsilon: float | None) -> tuple[float, ...] | None:
     event = json.loads(key)
     curve = None
-    if event is not None:
+    if event is not None and event["type"] == "random_scan":
+        if _accountant_relation(event, neighbouring) is not None:
+            curve = random_scan_rdp(event["epsilon"], event["probability"], rdp_orders())
+    elif event is not None:
         relation = _accountant_relation(event, neighbouring)
         if relation is not None:
             from dp_accounting import rdp
@@ -270,6 +308,8 @@ def pld(event: Mapping[str, Any] | None, epsilon: float, delta: float, neighbour
                 event["noise_parameter"], event["num_buckets"], value_discretization_interval=discretization,
                 neighboring_relation=_nr("REPLACE_ONE"),
             )
+        if kind == "random_scan":
+            return _random_scan_pld(event["epsilon"], event["probability"], discretization)
         if kind == "poisson_sampled" and event["event"]["type"] in ("laplace", "gaussian"):
             inner, q = event["event"], event["sampling_probability"]
             make = PLD.from_laplace_mechanism if inner["type"] == "laplace" else PLD.from_gaussian_mechanism

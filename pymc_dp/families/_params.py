@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -21,7 +23,40 @@ __all__ = [
     "require_op",
     "clip_interval",
     "relation",
+    "per_record_parameters",
+    "per_record_allowed",
 ]
+
+_PER_RECORD: ContextVar[bool] = ContextVar("pymc_dp_per_record_parameters", default=False)
+
+
+@contextmanager
+def per_record_parameters() -> Iterator[None]:
+    """Within this block, families accept parameters that vary by record when they are functions of
+    model variables (e.g. a mixture mean ``mu[z]``), as the log-likelihood sensitivity needs only
+    their range. Constant per-record arrays (data) are still refused.
+    """
+    token = _PER_RECORD.set(True)
+    try:
+        yield
+    finally:
+        _PER_RECORD.reset(token)
+
+
+def per_record_allowed(param: Any) -> bool:
+    """Whether ``param`` may vary by record here: inside :func:`per_record_parameters`, and not a constant."""
+    return _PER_RECORD.get() and constant_value_graph(param) is False
+
+
+def constant_value_graph(param: Any) -> bool:
+    """Whether the graph of ``param`` has constants as its only inputs."""
+    try:
+        from pytensor.graph.traversal import graph_inputs
+    except ImportError:  # pragma: no cover - older PyTensor
+        from pytensor.graph.basic import graph_inputs
+    from pytensor.graph.basic import Constant
+
+    return all(isinstance(v, Constant) for v in graph_inputs([param]))
 
 
 def check_count(value: Any, what: str, *, minimum: int = 1) -> int:
@@ -79,6 +114,8 @@ def scalar_param(param: Any, what: str, family: str, hint: str = "") -> Any:
 
     param = pt.as_tensor_variable(param)
     shape = tuple(param.type.shape)
+    if any(dim != 1 for dim in shape) and per_record_allowed(param):
+        return pt.cast(param, "float64") if param.dtype in discrete_dtypes else param
     if any(dim != 1 for dim in shape):
         raise ValueError(
             f"the {family} parameter {what!r} has static shape {shape}: it must be one value shared by all records "
@@ -101,7 +138,10 @@ def constant_value(param: Any) -> float | None:
     from pytensor.graph.basic import Constant
 
     if all(isinstance(v, Constant) for v in graph_inputs([param])):
-        return float(np.asarray(param.eval()))
+        value = np.asarray(param.eval())
+        if value.size != 1:
+            raise ValueError(f"expected one value shared by all records, got a constant of shape {value.shape}.")
+        return float(value.reshape(()))
     return None
 
 

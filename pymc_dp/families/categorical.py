@@ -40,7 +40,12 @@ def probability_vector(p: Any, family: str) -> tuple[int, Any]:
     shape = tuple(p.type.shape)
     if not shape:
         raise ValueError(f"the {family} parameter 'p' must be a vector of category probabilities, got a scalar.")
-    if any(dim != 1 for dim in shape[:-1]):
+    from ._params import per_record_allowed
+
+    batch = any(dim != 1 for dim in shape[:-1])
+    if batch and per_record_allowed(p) and shape[-1] is not None:
+        return int(shape[-1]), p
+    if batch:
         raise ValueError(
             f"the {family} parameter 'p' has static shape {shape}: it must be one probability vector shared by "
             "all records (per-record parameters are not a single exponential-family statistic; the Laplace "

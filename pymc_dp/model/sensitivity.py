@@ -37,6 +37,7 @@ import numpy as np
 
 from ..accounting.validation import check_epsilon, check_neighbouring
 from ..families import family_of_dist
+from ..families._params import per_record_parameters
 from ._graph import ancestors, data_leaves, describe_leaf, only_constants
 from .tempering import loglik_clip_of
 from .truncation import is_simplex_floor
@@ -165,7 +166,7 @@ _INCREASING = (
 )
 _SHAPE_OPS = (
     "DimShuffle", "Reshape", "SpecifyShape", "Subtensor", "Flatten", "Squeeze", "ExpandDims", "Alloc", "ViewOp",
-    "DeterministicWrapper", "OutputGuard",
+    "DeterministicWrapper", "OutputGuard", "AdvancedSubtensor", "AdvancedSubtensor1",
 )
 
 
@@ -335,7 +336,8 @@ def _variable_sensitivity(
     if bounds is not None and not isinstance(bounds, Mapping):
         raise ValueError(f"bounds[{rv.name!r}] must be a dict of the family's bounds, got {bounds!r}.")
     try:
-        family, params = family_of_dist(rv)
+        with per_record_parameters():  # Δ needs only the parameters' range, which covers every record's value
+            family, params = family_of_dist(rv)
     except ValueError as err:
         raise ValueError(
             f"observed variable {rv.name!r}: no log-likelihood sensitivity can be derived for its likelihood ({err}). "

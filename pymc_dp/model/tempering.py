@@ -26,7 +26,7 @@ import numpy as np
 
 from ..accounting.validation import check_epsilon
 
-__all__ = ["temper", "clip_loglik", "loglik_clip_of", "clip_records", "TEMPERING_POTENTIAL"]
+__all__ = ["temper", "clip_loglik", "loglik_clip_of", "clip_records", "records_outside_bounds", "TEMPERING_POTENTIAL"]
 
 #: Name of the potential :func:`temper` adds.
 TEMPERING_POTENTIAL = "dp_tempering"
@@ -181,18 +181,11 @@ def clip_loglik(model: Any = None, lower: float = -10.0, upper: float = 0.0) -> 
     return model_from_fgraph(fg, mutate_fgraph=True)
 
 
-def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> tuple[Any, dict[str, int]]:
-    """A copy of ``model`` whose observed records are clipped into their declared bounds.
+def _clipped_values(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """The observed records clipped into their bounds (only variables with clipped records) and the counts.
 
-    ``families`` maps observed variable names to ``(family, checked bounds)``. Records
-    outside the family's support are an error (nothing is clipped then); records
-    outside the bounds are clipped, counted, and reported in a
-    :class:`~pymc_dp.families.ClippedRecordsWarning`. Returns the copy and the counts.
+    Records outside the family's support are an error (nothing is clipped then).
     """
-    import pytensor.tensor as pt
-    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph, model_observed_rv
-
-    from ..families import ClippedRecordsWarning
     from .privatize_model import _observed_records
 
     new_values: dict[str, np.ndarray] = {}
@@ -216,6 +209,28 @@ def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]
         if count:
             clipped[rv.name] = count
             new_values[rv.name] = np.asarray(values, dtype=records.dtype).reshape(records.shape)
+    return new_values, clipped
+
+
+def records_outside_bounds(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> dict[str, int]:
+    """``{observed variable: number of records outside its declared bounds}`` (only variables with some)."""
+    return _clipped_values(model, families)[1]
+
+
+def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> tuple[Any, dict[str, int]]:
+    """A copy of ``model`` whose observed records are clipped into their declared bounds.
+
+    ``families`` maps observed variable names to ``(family, checked bounds)``. Records
+    outside the family's support are an error (nothing is clipped then); records
+    outside the bounds are clipped, counted, and reported in a
+    :class:`~pymc_dp.families.ClippedRecordsWarning`. Returns the copy and the counts.
+    """
+    import pytensor.tensor as pt
+    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph, model_observed_rv
+
+    from ..families import ClippedRecordsWarning
+
+    new_values, clipped = _clipped_values(model, families)
     if clipped:
         warnings.warn(
             "records outside the declared bounds were clipped to them: "

@@ -6,6 +6,8 @@ Routes (``method=``):
   statistics are privatised once; every draw after that is free post-processing.
 * ``"ops"`` (:mod:`pymc_dp.sampling.ops`): a tempered posterior, one released draw per
   chain, each charged ε, valid for exact samples ("assumes convergence").
+* ``"gibbs"`` (:mod:`pymc_dp.sampling.gibbs`): private step methods, every update
+  charged as it runs; the whole chain is released, no convergence assumed.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ..accounting import PrivacyLedger
+from .gibbs import GibbsPlan, plan_gibbs, sample_gibbs
 from .laplace import sample_laplace
 from .ops import OPSPlan, plan_ops, sample_ops
 
-__all__ = ["sample", "METHODS", "OPSPlan", "plan_ops"]
+__all__ = ["sample", "METHODS", "OPSPlan", "plan_ops", "GibbsPlan", "plan_gibbs"]
 
 #: The privacy routes ``sample`` implements.
-METHODS = ("laplace", "ops")
+METHODS = ("laplace", "ops", "gibbs")
 
 
 def sample(
@@ -38,6 +41,9 @@ def sample(
     loglik_clip: Sequence[float] | None = None,
     samples: int = 1,
     tempered: str = "likelihood",
+    temperature: float | None = None,
+    acceptance: str = "barker",
+    delta: float = 0.0,
     model: Any = None,
     **pm_sample_kwargs: Any,
 ) -> Any:
@@ -70,6 +76,17 @@ def sample(
     ledger entry says the guarantee *assumes convergence*: it holds for exact
     samples of the tempered posterior only.
 
+    With ``method="gibbs"`` (private MCMC, [FGWC16] §4.1) every free variable whose
+    conditional reads the data gets a private step — :class:`pymc_dp.PrivateGibbs`
+    (exact conjugate updates; per-record latents in one scan, charged once by parallel
+    composition) or :class:`pymc_dp.PrivateMetropolis` (Barker acceptance) — at one
+    temperature T; each update costs 2Δ_l/T. The run's whole cost —
+    (tune + draws) × chains draws, **tuning included** — is computed and checked
+    against the budget before the first draw; given ``epsilon`` (the whole run's
+    budget) the temperature that spends it is chosen. The ledger is then built from
+    the per-draw sample stats ``dp_epsilon``/``dp_delta`` of every chain, and the whole
+    chain is released: the guarantee **does not assume convergence**.
+
     Parameters
     ----------
     draws
@@ -77,9 +94,11 @@ def sample(
     epsilon
         ``"laplace"``: total ε to spend privatising the model's observed variables
         (the privacy flag). ``"ops"``: ε per released posterior sample.
+        ``"gibbs"``: the whole run's budget (T is chosen to spend it).
     method
-        ``"laplace"`` (privatised sufficient statistics) or ``"ops"`` (tempered
-        posterior, one posterior sample per chain).
+        ``"laplace"`` (privatised sufficient statistics), ``"ops"`` (tempered
+        posterior, one posterior sample per chain) or ``"gibbs"`` (private step
+        methods, every update charged).
     bounds
         ``{observed variable: family bounds}`` for families with unbounded support,
         e.g. ``{"y": {"x": (0.0, 10.0)}}``; records outside are clipped to them.
@@ -116,6 +135,17 @@ def sample(
     tempered
         ``"ops"``: ``"likelihood"`` (default; the prior stays as written) or
         ``"joint"`` ([FGWC16] eq. 14) — see :func:`pymc_dp.temper`.
+    temperature
+        ``"gibbs"``: T ≥ 1 of every private step, instead of ``epsilon``; the run's
+        cost then follows and is checked against the ledger's budget.
+    acceptance
+        ``"gibbs"``: acceptance of :class:`pymc_dp.PrivateMetropolis` steps for
+        non-conjugate variables: ``"barker"`` (default; pure ε) or ``"metropolis"``
+        ((0, 1 − e^{−2Δ/T}) per step).
+    delta
+        ``"gibbs"`` with ``epsilon``: fit T so that the tightest valid accountant
+        (RDP/PLD, ``"best"``) at this δ spends ``epsilon``; 0 (default) fits the pure
+        basic total.
     model
         The model (default: the enclosing ``with`` block's).
     **pm_sample_kwargs
@@ -155,21 +185,26 @@ def sample(
     import pymc as pm
 
     if method not in METHODS:
-        raise ValueError(
-            f"method must be one of {METHODS}, got {method!r}. ('gibbs' — private step methods — is not part of "
-            "this version.)"
-        )
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
     for key in ("return_inferencedata", "trace"):
         if key in pm_sample_kwargs:
             raise ValueError(f"pmdp.sample always returns a released InferenceData; {key}= is not supported.")
     model = pm.modelcontext(model)
+    gibbs_only = {"temperature": temperature is not None, "acceptance": acceptance != "barker", "delta": delta != 0.0}
+    if method != "gibbs":
+        misplaced = [k for k, given in gibbs_only.items() if given]
+        if misplaced:
+            raise ValueError(f"{', '.join(misplaced)} apply to method='gibbs' only.")
     ops_only = {"truncate": truncate, "loglik_clip": loglik_clip}
     if method == "laplace":
         misplaced = [k for k, v in ops_only.items() if v is not None]
         misplaced += ["samples"] if samples != 1 else []
         misplaced += ["tempered"] if tempered != "likelihood" else []
         if misplaced:
-            raise ValueError(f"{', '.join(misplaced)} apply to method='ops' only.")
+            raise ValueError(
+                f"{', '.join(misplaced)} do not apply to method='laplace' (they shape tempered posteriors: "
+                "method='ops', and truncate also method='gibbs')."
+            )
         return sample_laplace(
             model, draws, epsilon=epsilon, bounds=bounds, ledger=ledger, epsilon_split=epsilon_split,
             neighbouring=neighbouring, noise_rng=noise_rng, noise_aware=noise_aware, public=public,
@@ -182,6 +217,18 @@ def sample(
         raise ValueError(
             f"{', '.join(misplaced)} apply to method='laplace' only (a tempered posterior draws no noise of its own "
             "and uses every observed variable)."
+        )
+    if method == "gibbs":
+        misplaced = (["loglik_clip"] if loglik_clip is not None else []) + (["samples"] if samples != 1 else [])
+        misplaced += ["tempered"] if tempered != "likelihood" else []
+        if misplaced:
+            raise ValueError(
+                f"{', '.join(misplaced)} apply to method='ops' only (private steps temper the likelihood of each "
+                "conditional and release every draw)."
+            )
+        return sample_gibbs(
+            model, draws, epsilon=epsilon, delta=delta, temperature=temperature, acceptance=acceptance, bounds=bounds,
+            truncation=truncate, ledger=ledger, neighbouring=neighbouring, pm_sample_kwargs=pm_sample_kwargs,
         )
     return sample_ops(
         model, draws, epsilon=epsilon, samples=samples, bounds=bounds, truncation=truncate,

@@ -4,13 +4,15 @@
   ``InferenceData`` (JSON attribute plus a per-chain ``privacy`` group);
 * :func:`ledger` reads it back (``pmdp.ledger(idata)``), combining the ledgers of
   traces concatenated along ``chain``;
-* :func:`release` builds the object that may leave the curator from a whitelist.
+* :func:`release` builds the object that may leave the curator from a whitelist;
+* :func:`plot_ledger` draws the cumulative ε of a private MCMC run per chain.
 
 Everything that depends on the trace container type (``InferenceData`` today,
 ``xarray.DataTree`` with ArviZ 1) lives in ``pymc_dp.trace._compat``.
 """
 
 from .ledger_io import MissingLedgerError, attach_ledger, ledger
+from .plot import cumulative_epsilon, plot_ledger
 from .release import RELEASED_ATTRS, data_dependent_deterministics, release
 
 __all__ = [
@@ -20,4 +22,6 @@ __all__ = [
     "MissingLedgerError",
     "data_dependent_deterministics",
     "RELEASED_ATTRS",
+    "cumulative_epsilon",
+    "plot_ledger",
 ]

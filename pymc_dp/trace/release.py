@@ -150,6 +150,7 @@ def release(
     model: Any = None,
     sample_stats: Sequence[str] = ("dp_epsilon", "dp_delta"),
     keep_prior: bool = False,
+    warmup_sample_stats: bool = False,
 ) -> Any:
     """Build the trace that may leave the curator, copying only whitelisted content.
 
@@ -162,6 +163,9 @@ def release(
       (by default the per-draw privacy cost ``dp_epsilon``/``dp_delta``).
     * ``privacy`` group and ``attrs["pymc_dp_ledger"]``: the ledger already attached
       to ``idata`` combined with ``ledger`` (if any; see :func:`attach_ledger`).
+    * ``warmup_sample_stats``: only if ``warmup_sample_stats=True``, restricted to the
+      same statistics (the per-draw cost of the tuning draws, for a private MCMC run
+      that charged them).
     * ``prior``: only if ``keep_prior=True``, restricted to the same variables.
     * attrs: only :data:`RELEASED_ATTRS` plus ``pymc_dp_version`` (``created_at`` set
       to the posterior's value in every group); variable attrs are dropped.
@@ -172,7 +176,7 @@ def release(
 
     Never copied: ``observed_data``, ``constant_data``, ``log_likelihood``,
     ``posterior_predictive``, ``predictions`` (and their constant data),
-    ``prior_predictive``, every ``warmup_*`` group, any other group, and sampler
+    ``prior_predictive``, every other ``warmup_*`` group, any other group, and sampler
     statistics such as NUTS ``lp``, ``energy``, ``step_size``, ``tree_depth``,
     ``acceptance_rate``, timing statistics: all are functions of the data-dependent
     density. Listing one of those in ``sample_stats`` releases it: that is the
@@ -197,6 +201,9 @@ def release(
         not given either, and every posterior variable is released.
     sample_stats
         Names of the sample statistics to keep; missing names are skipped.
+    warmup_sample_stats
+        Also release the tuning draws' statistics named in ``sample_stats`` (never
+        the tuning draws themselves).
     keep_prior
         Also release the ``prior`` group (same variable whitelist). The prior may
         itself depend on data (priors scaled by a ``pm.Data`` container, an
@@ -268,13 +275,14 @@ def release(
     created_at = posterior.attrs.get("created_at")
     groups: dict[str, xr.Dataset] = {"posterior": _select(posterior, names, created_at)}
 
-    stats = _compat.get_group(idata, "sample_stats")
     if isinstance(sample_stats, str):
         sample_stats = [sample_stats]
-    if stats is not None:
-        kept = [s for s in dict.fromkeys(sample_stats) if s in stats.data_vars]
-        if kept:
-            groups["sample_stats"] = _select(stats, kept, created_at)
+    for group, wanted in (("sample_stats", True), ("warmup_sample_stats", warmup_sample_stats)):
+        stats = _compat.get_group(idata, group) if wanted else None
+        if stats is not None:
+            kept = [s for s in dict.fromkeys(sample_stats) if s in stats.data_vars]
+            if kept:
+                groups[group] = _select(stats, kept, created_at)
 
     if keep_prior:
         prior = _compat.get_group(idata, "prior")

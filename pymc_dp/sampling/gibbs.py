@@ -1,0 +1,429 @@
+"""The private-MCMC route of ``pmdp.sample``: every update that reads the data is charged as it runs.
+
+``pmdp.sample(method="gibbs", epsilon=... | temperature=...)``
+
+1. applies the declared truncation (a new model) and clips the records into their
+   declared bounds (reported, never silent);
+2. gives every free variable whose conditional reads the data a private step
+   (theory notes §6): :class:`~pymc_dp.PrivateGibbs` where the conditional is
+   conjugate (and for per-record latents: one scan, parallel composition),
+   :class:`~pymc_dp.PrivateMetropolis` otherwise; variables whose conditional does
+   not read the data get an exact, free Gibbs update where conjugate and PyMC's own
+   samplers otherwise. A non-private step given for a variable that reads the data
+   is refused;
+3. computes the whole run's cost before it starts — (tune + draws) × chains draws,
+   each costing the sum of its private updates — and refuses a run that would
+   exceed the budget; asked to fit ``epsilon``, it chooses the temperature that
+   spends it (under basic composition, or the tightest accountant at ``delta > 0``);
+4. runs ``pm.sample`` (sequential or parallel chains alike) and builds the ledger
+   from the per-draw sample stats ``dp_epsilon``/``dp_delta`` of every chain,
+   tuning included, checked against the plan;
+5. releases the whole chain (every draw of every chain is paid for), the per-draw
+   costs, and the ledger; nothing else of the run.
+
+The guarantee does not assume convergence: it is a composition of per-update
+guarantees, whatever state the chain is in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
+from ..accounting.composition import compose
+from ..accounting.validation import check_delta, check_epsilon
+from ..families.privatize import PUBLIC_N
+from ..model import loglik_sensitivity, truncate
+from ..model.tempering import clip_records
+from ..step_methods import DP_STATS, NotConjugateError, PrivateGibbs, PrivateMetropolis, PrivateStep, UpdateCost
+from ..step_methods._graph import children
+from ..step_methods._updates import is_per_record_latent
+from ..trace import release
+from .ops import _resolve_chains
+
+__all__ = ["sample_gibbs", "plan_gibbs", "GibbsPlan", "ledger_entries_from_stats", "NO_CONVERGENCE_NEEDED"]
+
+#: The statement every private-MCMC ledger entry carries.
+NO_CONVERGENCE_NEEDED = (
+    "valid without convergence: each update is charged as it ran (tuning draws included, every chain)"
+)
+#: Default tuning draws (PyMC's default), charged like every other draw.
+DEFAULT_TUNE = 1000
+
+
+@dataclass(frozen=True)
+class GibbsPlan:
+    """What a private MCMC run will cost, known before it starts.
+
+    Attributes
+    ----------
+    temperature
+        T of the steps this run builds.
+    steps
+        The private steps, in the order they run within a draw.
+    chains, tune, draws
+        The run's shape; every one of the ``(tune + draws) × chains`` draws is charged.
+    other_steps
+        The user's non-private steps (on variables whose conditional does not read the data).
+    """
+
+    temperature: float
+    steps: tuple[Any, ...]
+    chains: int
+    tune: int
+    draws: int
+    other_steps: tuple[Any, ...] = ()
+
+    @property
+    def costs(self) -> tuple[UpdateCost, ...]:
+        return tuple(s.cost for s in self.steps)
+
+    @property
+    def iterations(self) -> int:
+        """Charged draws: (tune + draws) × chains."""
+        return (self.tune + self.draws) * self.chains
+
+    def entries(self, neighbouring: str) -> list[LedgerEntry]:
+        """The ledger entries the run records (one per private step, ``iterations`` runs each)."""
+        return [_entry(c, self.iterations, neighbouring, self) for c in self.costs if c.epsilon or c.delta]
+
+    def total(self, method: str = "basic", delta: float | None = None, neighbouring: str = "replace") -> Any:
+        """The run's total cost under ``method`` (see :meth:`pymc_dp.PrivacyLedger.total`)."""
+        return compose(self.entries(neighbouring), method, delta, neighbouring)
+
+    def __str__(self) -> str:
+        lines = [
+            f"Private MCMC: T = {self.temperature:.6g}; {self.chains} chain(s) × ({self.tune} tune + {self.draws} draws) "
+            f"= {self.iterations} charged draws."
+        ]
+        for c in self.costs:
+            lines.append(f"  {c.mechanism} [{c.touched}]: ε = {c.epsilon:.6g}, δ = {c.delta:.3g} per draw")
+        t = self.total()
+        lines.append(f"Total (basic composition): ε = {t.epsilon:.6g}, δ = {t.delta:.3g}")
+        return "\n".join(lines)
+
+
+def _entry(cost: UpdateCost, count: int, neighbouring: str, plan: GibbsPlan | None, observed: int | None = None) -> LedgerEntry:
+    details = {
+        **dict(cost.details),
+        "temperature": cost.temperature,
+        "sensitivity": dict(cost.sensitivity),
+    }
+    if plan is not None:
+        details.update(chains=plan.chains, tune=plan.tune, draws=plan.draws)
+    if observed is not None:
+        details["updates_in_trace"] = observed
+    return LedgerEntry(
+        mechanism=cost.mechanism,
+        epsilon=cost.epsilon,
+        delta=cost.delta,
+        count=count,
+        touched=cost.touched,
+        neighbouring=neighbouring,
+        noise_source="sampler",
+        assumptions=(NO_CONVERGENCE_NEEDED, *cost.assumptions, PUBLIC_N),
+        event=cost.event,
+        details=details,
+    )
+
+
+# ---------------------------------------------------------------------------- step assignment
+
+
+def _flatten(step: Any) -> list[Any]:
+    if step is None:
+        return []
+    items = step if isinstance(step, (list, tuple)) else [step]
+    out = []
+    for s in items:
+        out.extend(getattr(s, "methods", [s]))
+    return out
+
+
+def _reads_data(model: Any, rv: Any) -> bool:
+    observed = set(model.observed_RVs)
+    return any(c in observed for c in children(model, rv))
+
+
+def _check_user_steps(model: Any, user_steps: Sequence[Any]) -> set[str]:
+    """Names of the variables the user's steps cover; refuse non-private steps on data-reading variables."""
+    covered: set[str] = set()
+    for step in user_steps:
+        for value in step.vars:
+            rv = model.values_to_rvs.get(value)
+            if rv is None:
+                raise ValueError(f"step {type(step).__name__} updates {value.name!r}, which is not a variable of this model.")
+            if not isinstance(step, PrivateStep) and _reads_data(model, rv):
+                raise ValueError(
+                    f"{type(step).__name__} on {rv.name!r} is refused: {rv.name!r}'s conditional reads the data, and "
+                    f"{type(step).__name__} is not charged per update (its moves and its statistics depend on the "
+                    f"records). Use pmdp.PrivateGibbs or pmdp.PrivateMetropolis for {rv.name!r}, or leave it to "
+                    "pmdp.sample to assign."
+                )
+            covered.add(rv.name)
+    return covered
+
+
+def _auto_variables(model: Any, covered: set[str]) -> tuple[list[Any], list[Any]]:
+    """(variables that read the data, the others) among those no step covers."""
+    reading, free = [], []
+    for rv in model.free_RVs:
+        if rv.name not in covered:
+            (reading if _reads_data(model, rv) else free).append(rv)
+    return reading, free
+
+
+def _sensitivities(model: Any, rvs: Sequence[Any], bounds: Mapping[str, Any] | None, neighbouring: str) -> dict[str, float]:
+    return {rv.name: loglik_sensitivity(model, bounds=bounds, wrt=rv.name, neighbouring=neighbouring).total for rv in rvs}
+
+
+def _build_private(
+    model: Any, rv: Any, temperature: float, acceptance: str, bounds: Any, neighbouring: str
+) -> Any:
+    kwargs = dict(temperature=temperature, bounds=bounds, neighbouring=neighbouring, model=model)
+    try:
+        return PrivateGibbs([rv.name], **kwargs)
+    except NotConjugateError as err:
+        if rv.dtype.startswith("int"):
+            raise ValueError(
+                f"{rv.name!r} is discrete and reads the data, but its conditional is not one PrivateGibbs can draw "
+                f"exactly ({err}); method='gibbs' cannot sample it privately."
+            ) from None
+        return PrivateMetropolis([rv.name], acceptance=acceptance, **kwargs)
+
+
+def _free_gibbs(model: Any, rv: Any) -> Any | None:
+    """An exact, cost-free Gibbs update for a variable that does not read the data (None if not conjugate)."""
+    try:
+        return PrivateGibbs([rv.name], temperature=1.0, model=model)
+    except (NotConjugateError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------- the temperature
+
+
+def _per_draw(temperature: float, deltas: Mapping[str, float], metropolis: bool) -> tuple[float, float]:
+    s = sum(2.0 * d / temperature for d in deltas.values())
+    if metropolis:
+        return 0.0, sum(-math.expm1(-2.0 * d / temperature) for d in deltas.values())
+    return s, 0.0
+
+
+def fit_temperature(
+    epsilon: float, delta: float, deltas: Mapping[str, float], iterations: int, fixed: Sequence[LedgerEntry],
+    neighbouring: str,
+) -> float:
+    """The smallest T ≥ 1 whose run (``iterations`` draws, one pure update per Δ in ``deltas``) fits ε.
+
+    With ``delta == 0`` under basic composition (pure ε totals add up, and basic is the
+    tight pure total): T = n Σ 2Δ_l / (ε − fixed). With ``delta > 0`` by bisection on
+    the tightest valid accountant at that δ (``"best"``).
+    """
+    total_delta = sum(deltas.values())
+    if total_delta == 0:
+        return 1.0
+    method = "basic" if delta == 0 else "best"
+    target = None if delta == 0 else delta
+
+    def cost(t: float) -> float:
+        entries = [*fixed, LedgerEntry("trial", _per_draw(t, deltas, False)[0], count=iterations, neighbouring=neighbouring)]
+        return compose(entries, method, target, neighbouring).epsilon
+
+    if cost(1.0) <= epsilon:
+        return 1.0
+    if delta == 0:
+        fixed_eps = compose(list(fixed), "basic").epsilon if fixed else 0.0
+        if fixed_eps >= epsilon:
+            raise ValueError(f"the given private steps alone cost ε = {fixed_eps:.6g}, the whole budget epsilon={epsilon}.")
+        return iterations * 2.0 * total_delta / (epsilon - fixed_eps) * (1 + 1e-12)
+    lo, hi = 1.0, 2.0
+    while cost(hi) > epsilon:
+        lo, hi = hi, hi * 4.0
+        if hi > 1e15:
+            raise ValueError(f"no temperature makes this run fit epsilon={epsilon} at delta={delta}.")
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if cost(mid) <= epsilon else (mid, hi)
+        if hi / lo < 1 + 1e-6:
+            break
+    return hi
+
+
+# ---------------------------------------------------------------------------- planning
+
+
+def plan_gibbs(
+    model: Any,
+    *,
+    draws: int = 1000,
+    tune: int = DEFAULT_TUNE,
+    chains: int = 2,
+    epsilon: float | None = None,
+    delta: float = 0.0,
+    temperature: float | None = None,
+    acceptance: str = "barker",
+    bounds: Mapping[str, Any] | None = None,
+    step: Any = None,
+    neighbouring: str = "replace",
+) -> GibbsPlan:
+    """Assign private steps to ``model`` and compute what the run costs (nothing is sampled or spent).
+
+    ``model`` must already be truncated and its records inside ``bounds``. Exactly one
+    of ``epsilon`` (the run's whole budget; T is fitted) and ``temperature``.
+    See :func:`pymc_dp.sample` for the arguments.
+    """
+    for name, value in (("draws", draws), ("tune", tune)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (1 if name == "draws" else 0):
+            raise ValueError(f"{name} must be a {'positive' if name == 'draws' else 'non-negative'} integer, got {value!r}.")
+    if (epsilon is None) == (temperature is None):
+        raise ValueError(
+            "method='gibbs' needs exactly one of epsilon= (the whole run's budget; the temperature is chosen to spend "
+            "it) and temperature= (T >= 1; the run then costs what it costs, checked against the ledger's budget)."
+        )
+    delta = check_delta(delta, "delta")
+    user_steps = _flatten(step)
+    covered = _check_user_steps(model, user_steps)
+    reading, others = _auto_variables(model, covered)
+    if not reading and not any(isinstance(s, PrivateStep) for s in user_steps):
+        raise ValueError("no free variable's conditional reads the data: there is nothing private to sample.")
+    iterations = (int(tune) + int(draws)) * int(chains)
+    user_private = [s for s in user_steps if isinstance(s, PrivateStep)]
+    if temperature is None:
+        eps = check_epsilon(epsilon)
+        metropolis = acceptance == "metropolis" and any(_not_conjugate(model, rv) for rv in reading)
+        if metropolis:
+            raise ValueError(
+                "fitting epsilon= with acceptance='metropolis' is not supported (its cost is a δ); give temperature=."
+            )
+        deltas = _sensitivities(model, reading, bounds, neighbouring)
+        fixed = [_entry(s.cost, iterations, neighbouring, None) for s in user_private if s.cost.epsilon or s.cost.delta]
+        temperature = fit_temperature(eps, delta, deltas, iterations, fixed, neighbouring)
+    built = [_build_private(model, rv, temperature, acceptance, bounds, neighbouring) for rv in reading]
+    free = [g for g in (_free_gibbs(model, rv) for rv in others) if g is not None]
+    steps = (*user_private, *built, *free)
+    return GibbsPlan(
+        temperature=float(temperature), steps=steps, chains=int(chains), tune=int(tune), draws=int(draws),
+        other_steps=tuple(s for s in user_steps if not isinstance(s, PrivateStep)),
+    )
+
+
+def _not_conjugate(model: Any, rv: Any) -> bool:
+    try:
+        PrivateGibbs([rv.name], temperature=1.0, model=model, bounds=None)
+    except NotConjugateError:
+        return True
+    except ValueError:
+        return False
+    return False
+
+
+# ---------------------------------------------------------------------------- the ledger from the run
+
+
+def _stat_columns(idata: Any, name: str, n_steps: int) -> np.ndarray:
+    """``name`` over every draw of every chain, tuning first: shape (chain, draw, step)."""
+    from ..trace import _compat
+
+    parts = []
+    for group in ("warmup_sample_stats", "sample_stats"):
+        ds = _compat.get_group(idata, group)
+        if ds is not None and name in ds.data_vars:
+            values = np.asarray(ds[name].values, dtype=float)
+            parts.append(values if values.ndim == 3 else values[..., None])
+    if not parts:
+        raise RuntimeError(f"the run recorded no {name!r} sample stats; its cost cannot be read from the trace.")
+    out = np.concatenate(parts, axis=1)
+    if out.shape[-1] != n_steps:
+        raise RuntimeError(f"the trace has {out.shape[-1]} {name!r} columns for {n_steps} private steps.")
+    return out
+
+
+def ledger_entries_from_stats(idata: Any, costs: Sequence[UpdateCost], neighbouring: str, plan: GibbsPlan | None = None) -> list[LedgerEntry]:
+    """One ledger entry per private step, counted from the per-draw stats of every chain (tuning included).
+
+    Each step's recorded per-draw cost is checked against what it declared. If the
+    trace holds fewer draws than the plan (an interrupted run), the planned count
+    is charged: updates of a draw in progress are not in the trace.
+    """
+    eps = _stat_columns(idata, "dp_epsilon", len(costs))
+    dlt = _stat_columns(idata, "dp_delta", len(costs))
+    entries = []
+    for j, cost in enumerate(costs):
+        col_e, col_d = eps[..., j].ravel(), dlt[..., j].ravel()
+        if not (np.all(col_e == cost.epsilon) and np.all(col_d == cost.delta)):
+            raise RuntimeError(
+                f"the per-draw costs recorded for {cost.mechanism} [{cost.touched}] differ from the step's declared "
+                f"cost (ε = {cost.epsilon}, δ = {cost.delta}); the ledger cannot be built."
+            )
+        if not (cost.epsilon or cost.delta):
+            continue
+        observed = int(col_e.size)
+        count = max(observed, plan.iterations if plan is not None else 0)
+        entries.append(_entry(cost, count, neighbouring, plan, observed))
+    return entries
+
+
+# ---------------------------------------------------------------------------- the route
+
+
+def sample_gibbs(
+    model: Any,
+    draws: int,
+    *,
+    epsilon: float | None,
+    delta: float,
+    temperature: float | None,
+    acceptance: str,
+    bounds: Mapping[str, Any] | None,
+    truncation: Mapping[str, Any] | None,
+    ledger: PrivacyLedger | None,
+    neighbouring: str | None,
+    pm_sample_kwargs: Mapping[str, Any],
+) -> Any:
+    """``pmdp.sample(method="gibbs")``: see :func:`pymc_dp.sample`."""
+    import pymc as pm
+
+    if not model.observed_RVs:
+        raise ValueError("method='gibbs' needs a model with observed records; this one has none.")
+    kwargs = dict(pm_sample_kwargs)
+    if "discard_tuned_samples" in kwargs:
+        raise ValueError(
+            "discard_tuned_samples is not supported with method='gibbs': tuning draws are always charged, and their "
+            "per-draw costs are kept to build the ledger (the tuning draws themselves are not released)."
+        )
+    ledger = resolve_ledger(ledger, neighbouring)
+    working = truncate(model, truncation) if truncation is not None else model
+    report = loglik_sensitivity(working, bounds=bounds, neighbouring=ledger.neighbouring)
+    working, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})
+    chains = _resolve_chains(kwargs)
+    tune = kwargs.pop("tune", DEFAULT_TUNE)
+    user_step = kwargs.pop("step", None)
+    _check_user_step_model(user_step, model, working)
+    with working:
+        plan = plan_gibbs(
+            working, draws=draws, tune=tune, chains=chains, epsilon=epsilon, delta=delta, temperature=temperature,
+            acceptance=acceptance, bounds=report.bounds or None, step=user_step,
+            neighbouring=ledger.neighbouring,
+        )
+    ledger.check_all(plan.entries(ledger.neighbouring))  # refuse before any draw
+    kwargs.update(chains=chains, tune=plan.tune, discard_tuned_samples=False)
+    steps = [*plan.steps, *plan.other_steps]
+    idata = pm.sample(draws, model=working, step=steps, **kwargs)
+    for entry in ledger_entries_from_stats(idata, plan.costs, ledger.neighbouring, plan):
+        ledger.record(entry)
+    return release(idata, ledger=ledger, model=working, sample_stats=DP_STATS, warmup_sample_stats=True)
+
+
+def _check_user_step_model(step: Any, model: Any, working: Any) -> None:
+    """User steps are bound to the user's model; refuse them when the run samples a different copy."""
+    if step is not None and working is not model:
+        raise ValueError(
+            "step= was built on the given model, but method='gibbs' samples a copy of it (truncated with truncate=, or "
+            "with records clipped into their bounds). Truncate the model yourself (pmdp.truncate), keep its records "
+            "inside the bounds, build the steps on that model and pass it without truncate=."
+        )
