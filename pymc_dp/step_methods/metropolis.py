@@ -178,7 +178,7 @@ class PrivateMetropolis(PrivateStep, BlockedStep):
         for v in self.vars:
             current = np.asarray(point[v.name])
             step = np.asarray(self._propose(self.rng, self.scaling, current.size), dtype=float)
-            proposal[v.name] = (current + step.reshape(current.shape)).astype(current.dtype)
+            proposal[v.name] = np.asarray(current + step.reshape(current.shape), dtype=current.dtype)
         with np.errstate(all="ignore"):
             r = self._log_target(proposal) - self._log_target(point)
         log_u = math.log(self.rng.uniform())
