@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/laplace_route.py
 	$(PY) benchmarks/ops_efficiency.py
 	$(PY) benchmarks/ops_tempering.py
+	$(PY) benchmarks/private_mcmc.py
 
 clean:
 	rm -rf docs/_build docs/api/generated .pytest_cache build *.egg-info

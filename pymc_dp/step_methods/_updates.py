@@ -138,6 +138,13 @@ class _ChildTerm:
         mapped = graph_replace([target], {rv: index_input}, strict=False)[0]
         extras = [params[0]] if self.kind in ("binomial", "multinomial") else []
         extras += [params[1]] if self.kind == "normal" else []
+        from ..model._graph import ancestors
+
+        free = set(model.free_RVs)
+        reads_free = free & set(ancestors([mapped, *extras], blockers=list(free)))
+        #: An observed child whose element map and extras are constant contributes the same
+        #: statistics at every draw: they are computed once.
+        self.static = child in model.observed_RVs and not reads_free
         self._fn = PointFunction(model, [child, mapped, *extras], extra_inputs=[index_input])
 
     def evaluate(self, point: dict[str, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, list]:
@@ -179,6 +186,7 @@ class ConjugateUpdate:
                 f"{rv.name!r} has a {self.family} prior but the {bad.kind} child {bad.name!r}, which is not conjugate "
                 f"to it; PrivateGibbs supports {_SUPPORTED}. Update {rv.name!r} with pmdp.PrivateMetropolis instead."
             )
+        self._cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._prior = PointFunction(model, [*prior, lower, upper])
         self._value = PointFunction(model, [rv])
         transform = model.rvs_to_transforms.get(rv)
@@ -193,35 +201,48 @@ class ConjugateUpdate:
     # ------------------------------------------------------------------ statistics
     def _statistics(self, point: dict[str, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """Two accumulators per element of the variable (Dirichlet: counts per row and category)."""
+        first = second = None
+        for i, term in enumerate(self.terms):
+            key = (i, shape)
+            if term.static and key in self._cache:
+                a, b = self._cache[key]
+            else:
+                a, b = self._term_statistics(term, point, shape)
+                if term.static:
+                    self._cache[key] = (a, b)
+            first = a if first is None else first + a
+            second = b if second is None else second + b
+        if first is None:
+            size = int(np.prod(shape, dtype=int))
+            k = shape[-1] if self.family == "dirichlet" else 1
+            return (np.zeros((size // k, k)), np.zeros(0)) if self.family == "dirichlet" else (np.zeros(size), np.zeros(size))
+        return first, second
+
+    def _term_statistics(self, term: _ChildTerm, point: dict[str, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         size = int(np.prod(shape, dtype=int))
         if self.family == "dirichlet":
             k = shape[-1]
             counts = np.zeros((size // k, k))
-            for term in self.terms:
-                value, rows, extras = term.evaluate(point, shape)
-                if term.kind == "categorical":
-                    np.add.at(counts, (rows.ravel(), value.astype(np.int64).ravel()), term.weight)
-                else:
-                    np.add.at(counts, rows.ravel(), term.weight * value.reshape(-1, k))
+            value, rows, extras = term.evaluate(point, shape)
+            if term.kind == "categorical":
+                np.add.at(counts, (rows.ravel(), value.astype(np.int64).ravel()), term.weight)
+            else:
+                np.add.at(counts, rows.ravel(), term.weight * value.reshape(-1, k))
             return counts, np.zeros(0)
-        first, second = np.zeros(size), np.zeros(size)
-        for term in self.terms:
-            value, index, extras = term.evaluate(point, shape)
-            idx, w, y = index.ravel(), term.weight, value.astype(float).ravel()
-            if term.kind == "bernoulli":
-                a, b = w * y, w * (1.0 - y)
-            elif term.kind == "binomial":
-                a, b = w * y, w * (extras[0].ravel() - y)
-            elif term.kind == "poisson":
-                a, b = w * y, np.full_like(y, w)
-            elif term.kind == "exponential":
-                a, b = np.full_like(y, w), w * y
-            else:  # normal: precision and precision-weighted sum
-                prec = w / extras[0].astype(float).ravel() ** 2
-                a, b = prec, prec * y
-            first += np.bincount(idx, weights=a, minlength=size)
-            second += np.bincount(idx, weights=b, minlength=size)
-        return first, second
+        value, index, extras = term.evaluate(point, shape)
+        idx, w, y = index.ravel(), term.weight, value.astype(float).ravel()
+        if term.kind == "bernoulli":
+            a, b = w * y, w * (1.0 - y)
+        elif term.kind == "binomial":
+            a, b = w * y, w * (extras[0].ravel() - y)
+        elif term.kind == "poisson":
+            a, b = w * y, np.full_like(y, w)
+        elif term.kind == "exponential":
+            a, b = np.full_like(y, w), w * y
+        else:  # normal: precision and precision-weighted sum
+            prec = w / extras[0].astype(float).ravel() ** 2
+            a, b = prec, prec * y
+        return np.bincount(idx, weights=a, minlength=size), np.bincount(idx, weights=b, minlength=size)
 
     # ------------------------------------------------------------------ the draw
     def draw(self, point: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
