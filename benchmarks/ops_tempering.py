@@ -96,8 +96,6 @@ import argparse
 import gc
 import json
 import logging
-import os
-import platform
 import statistics
 import sys
 import time
@@ -107,6 +105,8 @@ from typing import Any, Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+from _timing import LoopClock, environment
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TRUE_P = 0.3
@@ -150,22 +150,6 @@ MODELS: dict[str, tuple[str, str, Callable[[int, np.random.Generator], tuple[Any
     "beta_bernoulli": ("beta-Bernoulli", "p", beta_bernoulli),
     "poisson": ("Poisson log-rate", "log_rate", poisson_log_rate),
 }
-
-
-class LoopClock:
-    """A ``pm.sample`` callback: the (CPU, wall) clocks after the first and after the latest draw."""
-
-    def __init__(self) -> None:
-        self.first: tuple[float, float] | None = None
-        self.last: tuple[float, float] | None = None
-        self.calls = 0
-
-    def __call__(self, trace: Any, draw: Any) -> None:
-        now = (time.process_time(), time.perf_counter())
-        if self.first is None:
-            self.first = now
-        self.last = now
-        self.calls += 1
 
 
 def run(model: Any, sampler: str, args: argparse.Namespace, draws: int, tune: int) -> dict[str, Any]:
@@ -334,15 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total: {total:.0f} s")
     result = {
         "benchmark": "ops_tempering",
-        "versions": {
-            "python": platform.python_version(),
-            "pymc": pm.__version__,
-            "pytensor": pytensor.__version__,
-            "numpy": np.__version__,
-            "pymc_dp": pmdp.__version__,
-        },
-        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count(),
-                    "blas_threads": 1},
+        **environment(),
         "argv": sys.argv[1:] if argv is None else list(argv),
         "config": {"n": args.n, "draws": args.draws, "tune": args.tune, "chains": args.chains, "cores": 1,
                    "epsilon": args.epsilon, "seed": args.seed, "repeat": args.repeat, "warmup_draws": WARM_DRAWS,

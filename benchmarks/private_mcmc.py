@@ -59,8 +59,6 @@ import argparse
 import gc
 import json
 import logging
-import os
-import platform
 import statistics
 import sys
 import time
@@ -70,6 +68,8 @@ from typing import Any, Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+from _timing import LoopClock, environment
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TRUE_P = 0.3
@@ -133,22 +133,6 @@ def mixture_steps() -> list[Any]:
 
 
 # ----------------------------------------------------------------------------- timing
-
-
-class LoopClock:
-    """A ``pm.sample`` callback: the (CPU, wall) clocks after the first and after the latest draw."""
-
-    def __init__(self) -> None:
-        self.first: tuple[float, float] | None = None
-        self.last: tuple[float, float] | None = None
-        self.calls = 0
-
-    def __call__(self, trace: Any, draw: Any) -> None:
-        now = (time.process_time(), time.perf_counter())
-        if self.first is None:
-            self.first = now
-        self.last = now
-        self.calls += 1
 
 
 def run(model: Any, make_steps: Callable[[], list[Any]], draws: int, seed: int,
@@ -237,8 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     import pymc as pm
     import pytensor
 
-    import pymc_dp as pmdp
-
     logging.getLogger("pymc").setLevel(logging.ERROR)  # no per-run sampler chatter
     threadpool_limits(1)
     start = time.perf_counter()
@@ -325,15 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total: {total:.0f} s")
     result = {
         "benchmark": "private_mcmc",
-        "versions": {
-            "python": platform.python_version(),
-            "pymc": pm.__version__,
-            "pytensor": pytensor.__version__,
-            "numpy": np.__version__,
-            "pymc_dp": pmdp.__version__,
-        },
-        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count(),
-                    "blas_threads": 1},
+        **environment(),
         "argv": sys.argv[1:] if argv is None else list(argv),
         "config": {"bb_n": args.bb_n, "mix_n": args.mix_n, "bb_draws": args.bb_draws, "mix_draws": args.mix_draws,
                    "tune": 0, "chains": 1, "cores": 1, "seed": args.seed, "repeat": args.repeat,
