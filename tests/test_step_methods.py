@@ -12,7 +12,6 @@ Conditional samplers are checked against SciPy with Kolmogorov–Smirnov tests o
 from __future__ import annotations
 
 import math
-import warnings
 
 import arviz as az
 import numpy as np
@@ -183,7 +182,7 @@ def test_records_outside_the_bounds_are_refused_by_a_step():
 def test_conjugate_updates_match_the_analytic_tempered_posterior(family):
     """Gibbs on one variable draws independently: 4000 draws, 4 standard errors of the mean."""
     rng = np.random.default_rng(7)
-    with pm.Model() as model:
+    with pm.Model():
         if family == "poisson":
             data = rng.poisson(3.0, size=30)
             theta = pm.Truncated("theta", pm.Gamma.dist(2.0, 1.0), lower=0.5, upper=20.0)

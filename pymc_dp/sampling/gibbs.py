@@ -41,7 +41,6 @@ from ..model import loglik_sensitivity, truncate
 from ..model.tempering import clip_records
 from ..step_methods import DP_STATS, NotConjugateError, PrivateGibbs, PrivateMetropolis, PrivateStep, UpdateCost
 from ..step_methods._graph import children
-from ..step_methods._updates import is_per_record_latent
 from ..trace import release
 from .ops import _resolve_chains
 
