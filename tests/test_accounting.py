@@ -471,3 +471,29 @@ def test_check_all_refuses_a_group_of_spends_that_would_not_fit_together():
     with pytest.raises(BudgetExceededError, match="2 spends together"):
         ledger.check_all([a, b])
     assert len(ledger) == 0
+
+
+def test_random_scan_event_matches_its_three_point_laws():
+    """The random-scan event's Rényi curve and PLD are those of (1−q)⊥ + q·RR_ε(0) vs (1−q)⊥ + q·RR_ε(1)."""
+    import math
+
+    import numpy as np
+
+    from pymc_dp.accounting.events import pld, random_scan_rdp
+
+    eps, q = 0.8, 0.15
+    rr = np.array([math.exp(eps), 1.0]) / (1 + math.exp(eps))
+    p = np.r_[1 - q, q * rr]
+    r = np.r_[1 - q, q * rr[::-1]]
+    orders = np.array([1.5, 2.0, 4.0, 16.0, 64.0])
+    brute = [math.log(np.sum(p**a * r ** (1 - a))) / (a - 1) for a in orders]
+    assert np.allclose(random_scan_rdp(eps, q, orders), brute, rtol=1e-10)
+    event = {"type": "random_scan", "epsilon": eps, "probability": q}
+    dist = pld(event, eps, 0.0, "replace", discretization=1e-4)
+    for target in (0.0, 0.3, 0.6):
+        exact = np.sum(np.maximum(p - math.exp(target) * r, 0.0))  # hockey-stick divergence = q·δ_RR(ε′)
+        assert exact == pytest.approx(q * np.sum(np.maximum(rr - math.exp(target) * rr[::-1], 0.0)))
+        assert exact * (1 - 1e-12) <= dist.get_delta_for_epsilon(target) <= exact + 2e-3  # pessimistic discretisation
+    assert LedgerEntry("scan", eps, event=event).epsilon == eps  # no pure-ε amplification claimed
+    with pytest.raises(ValueError, match="understates"):
+        pmdp.PrivacyLedger().spend("scan", eps / 2, event=event)
