@@ -412,3 +412,31 @@ def test_latent_scan_draws_each_record_from_its_tempered_conditional():
     draws = np.array([step.updates[0].draw(point, rng)["z"] for _ in range(2000)])
     freq = draws.mean(axis=0)
     assert np.all(np.abs(freq - p1) <= 4.5 * np.sqrt(p1 * (1 - p1) / 2000) + 1e-12)
+
+
+def test_plan_gibbs_knows_the_cost_before_sampling():
+    from pymc_dp.sampling import plan_gibbs
+
+    with truncated_model() as model:
+        plan = plan_gibbs(model, draws=300, tune=100, chains=3, temperature=T)
+    assert [type(s).__name__ for s in plan.steps] == ["PrivateGibbs"]
+    assert plan.iterations == 1200
+    assert plan.total().epsilon == pytest.approx(1200 * 2 * DELTA / T, rel=1e-12)
+    assert "1200 charged draws" in str(plan)
+    with pm.Model() as model:  # a Normal prior on a Bernoulli p: not conjugate, so Barker or Metropolis
+        p = pm.Truncated("p", pm.Normal.dist(0.5, 0.2), lower=A0, upper=1 - A0)
+        pm.Bernoulli("y", p, observed=RECORDS)
+        fitted = plan_gibbs(model, draws=100, tune=0, chains=1, epsilon=2.0)
+        with pytest.raises(ValueError, match="acceptance='metropolis' is not supported"):
+            plan_gibbs(model, draws=100, tune=0, chains=1, epsilon=2.0, acceptance="metropolis")
+    assert type(fitted.steps[0]).__name__ == "PrivateMetropolis"
+    assert fitted.total().epsilon == pytest.approx(2.0, rel=1e-9)
+
+
+def test_cumulative_epsilon_counts_tuning_first():
+    from pymc_dp.trace import cumulative_epsilon
+
+    idata = _run(17)
+    cumulative, tune = cumulative_epsilon(idata)
+    assert tune == 50 and cumulative.shape == (2, 250)
+    assert np.allclose(np.diff(cumulative, axis=1), 2 * DELTA / T)

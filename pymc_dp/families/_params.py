@@ -45,7 +45,7 @@ def per_record_parameters() -> Iterator[None]:
 
 def per_record_allowed(param: Any) -> bool:
     """Whether ``param`` may vary by record here: inside :func:`per_record_parameters`, and not a constant."""
-    return _PER_RECORD.get() and constant_value_graph(param) is False
+    return _PER_RECORD.get() and not constant_value_graph(param)
 
 
 def constant_value_graph(param: Any) -> bool:
@@ -131,13 +131,7 @@ def scalar_param(param: Any, what: str, family: str, hint: str = "") -> Any:
 
 def constant_value(param: Any) -> float | None:
     """The value of a parameter whose graph depends on constants only, else None."""
-    try:
-        from pytensor.graph.traversal import graph_inputs
-    except ImportError:  # pragma: no cover - older PyTensor
-        from pytensor.graph.basic import graph_inputs
-    from pytensor.graph.basic import Constant
-
-    if all(isinstance(v, Constant) for v in graph_inputs([param])):
+    if constant_value_graph(param):
         value = np.asarray(param.eval())
         if value.size != 1:
             raise ValueError(f"expected one value shared by all records, got a constant of shape {value.shape}.")

@@ -41,6 +41,7 @@ from ..model import loglik_sensitivity, truncate
 from ..model.tempering import clip_records
 from ..step_methods import DP_STATS, NotConjugateError, PrivateGibbs, PrivateMetropolis, PrivateStep, UpdateCost
 from ..step_methods._graph import children
+from ..step_methods._updates import ConjugateUpdate, is_per_record_latent
 from ..trace import release
 from .ops import _resolve_chains
 
@@ -312,12 +313,13 @@ def plan_gibbs(
 
 
 def _not_conjugate(model: Any, rv: Any) -> bool:
+    """Whether ``rv`` would get a PrivateMetropolis step (the structural check only; no sensitivity)."""
+    if is_per_record_latent(model, rv):
+        return False
     try:
-        PrivateGibbs([rv.name], temperature=1.0, model=model, bounds=None)
+        ConjugateUpdate(model, rv, 1.0)
     except NotConjugateError:
         return True
-    except ValueError:
-        return False
     return False
 
 
