@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-all docs bench clean
+.PHONY: demo test test-slow test-study test-all docs bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,10 +17,14 @@ demo: $(STAMP)
 	$(VENV)/bin/pymc-dp demo
 
 test: $(STAMP)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow and not study"
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
+
+# The full-size calibration study (about an hour on 2 cores); too long for CI.
+test-study: $(STAMP)
+	$(PY) -m pytest -m study
 
 test-all: $(STAMP)
 	$(PY) -m pytest
@@ -34,6 +38,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/ops_efficiency.py
 	$(PY) benchmarks/ops_tempering.py
 	$(PY) benchmarks/private_mcmc.py
+	$(PY) benchmarks/hellinger_release.py
 
 clean:
 	rm -rf docs/_build docs/api/generated .pytest_cache build *.egg-info
