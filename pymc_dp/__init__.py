@@ -15,6 +15,9 @@ from .accounting import (
     amplify_by_subsampling,
 )
 from .families import PrivateStatistics, privatize
+from .mechanisms import hellinger_mechanisms
+from .mechanisms.hellinger_distance import hellinger
+from .mechanisms.hellinger_mechanisms import PosteriorRelease, release_posterior
 from .model import (
     LoglikSensitivity,
     Measurement,
@@ -44,6 +47,7 @@ __all__ = [
     "LoglikSensitivity",
     "Measurement",
     "PrivacyCost",
+    "PosteriorRelease",
     "PrivacyLedger",
     "PrivateGibbs",
     "PrivateMetropolis",
@@ -52,6 +56,8 @@ __all__ = [
     "amplify_by_subsampling",
     "attach_ledger",
     "clip_loglik",
+    "hellinger",
+    "hellinger_mechanisms",
     "latent_sum",
     "ledger",
     "loglik_sensitivity",
@@ -62,6 +68,7 @@ __all__ = [
     "privatize",
     "privatize_model",
     "release",
+    "release_posterior",
     "sample",
     "temper",
     "truncate",

@@ -8,6 +8,8 @@ function                             releases                                   
 :func:`geometric_mechanism`          integer vector + discrete Laplace noise      ε-DP
 :func:`exponential_mechanism`        one of finitely many candidates              ε-DP
 :func:`randomized_response`          each answer randomised on its own            ε-DP (local)
+:func:`release_posterior`            a whole Dirichlet posterior (LSDim, LSHist,  ε-DP (EHDL:
+                                     EHD, EHDS; EHDL as a non-private benchmark)  not private)
 ==================================== ============================================ ==============
 
 Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
@@ -29,6 +31,8 @@ Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
 
 from .exponential import exponential_mechanism, exponential_mechanism_probabilities
 from .gaussian import analytic_gaussian_sigma, gaussian_mechanism
+from .hellinger_distance import hellinger
+from .hellinger_mechanisms import release_posterior
 from .geometric import discrete_laplace_mechanism, geometric_mechanism
 from .laplace import laplace_mechanism
 from .noise import NoiseSource, SecureNoise, SeededNoise, resolve_noise_source
@@ -53,4 +57,6 @@ __all__ = [
     "randomized_response",
     "randomized_response_debias",
     "randomized_response_truth_probability",
+    "hellinger",
+    "release_posterior",
 ]
