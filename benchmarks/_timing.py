@@ -7,7 +7,7 @@ import platform
 import time
 from typing import Any
 
-__all__ = ["LoopClock", "environment"]
+__all__ = ["LoopClock", "environment", "write_results"]
 
 
 def environment() -> dict[str, Any]:
@@ -29,6 +29,17 @@ def environment() -> dict[str, Any]:
         "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpu_count": os.cpu_count(),
                     "blas_threads": 1},
     }
+
+
+def write_results(path: Any, result: dict[str, Any]) -> None:
+    """Write a benchmark's result dict as JSON to ``path`` (folders created) and say where."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"results: {path}")
 
 
 class LoopClock:

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import sys
 import time
@@ -60,7 +59,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _timing import environment
+from _timing import environment, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GRID = {2: (1_000, 10_000, 100_000, 300_000, 1_000_000), 3: (300, 600, 1000, 1500), 4: (50, 100, 150, 200)}
@@ -234,9 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         "largest_n_under_1s": largest,
         "seconds": {"total": round(elapsed, 1)},
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"results: {args.output}")
+    write_results(args.output, result)
     return 0
 
 

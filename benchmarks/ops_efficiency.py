@@ -103,7 +103,6 @@ figure of the ratios against N.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import sys
@@ -112,6 +111,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from _timing import write_results
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_OUTPUT = ROOT / "results" / "ops_efficiency.json"
@@ -412,9 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(),
         "seconds": seconds,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"results saved to {args.output}")
+    write_results(args.output, result)
     return 0 if ok else 1
 
 

@@ -94,7 +94,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import logging
 import statistics
 import sys
@@ -106,7 +105,7 @@ from typing import Any, Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _timing import LoopClock, environment
+from _timing import LoopClock, environment, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TRUE_P = 0.3
@@ -334,9 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": {"timing": round(elapsed_timing, 1), "total": round(total, 1)},
         "ok": all(r["ok"] for r in rows),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"results: {args.output}")
+    write_results(args.output, result)
     return 0 if result["ok"] else 1
 
 

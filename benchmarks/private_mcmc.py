@@ -69,7 +69,7 @@ from typing import Any, Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from _timing import LoopClock, environment
+from _timing import LoopClock, environment, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TRUE_P = 0.3
@@ -327,9 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         "mixture_scan_fit": scan_fit,
         "seconds": {"timing": round(elapsed_timing, 1), "total": round(total, 1)},
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"results: {args.output}")
+    write_results(args.output, result)
     return 0
 
 

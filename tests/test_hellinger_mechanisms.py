@@ -77,11 +77,19 @@ def test_sensitivities_equal_brute_force_enumeration(n, k):
         assert hm.local_sensitivity(x, prior) == pytest.approx(ls, rel=1e-12)
     # GS = max over all neighbouring pairs (the module docstring's closed form).
     assert hm.global_sensitivity(prior, n) == pytest.approx(local.max(), rel=1e-12)
+    if np.all(prior == prior[0]):
+        assert hm.global_sensitivity(float(prior[0]), n, k=k) == hm.global_sensitivity(prior, n)
     # S(x) = max_x' 1/(1/LS(x') + γ d(x, x')), by a plain loop over x'.
     for gamma in (1.0, 0.3):
         for x in rows[:: max(1, len(rows) // 4)]:
             want = max(1 / (1 / ls + gamma * 0.5 * np.abs(x - y).sum()) for y, ls in zip(rows, local))
             assert hm.smooth_sensitivity(x, prior, gamma) == pytest.approx(want, rel=1e-12)
+
+
+def test_global_sensitivity_of_a_symmetric_prior_needs_k():
+    with pytest.raises(ValueError, match="needs k"):
+        hm.global_sensitivity(1.0, 10)
+    assert hm.global_sensitivity(1.0, 10, k=3) == hm.global_sensitivity([1.0, 1.0, 1.0], 10)
 
 
 def test_smooth_sensitivity_bounds_local_and_is_gamma_lipschitz_in_reciprocal():

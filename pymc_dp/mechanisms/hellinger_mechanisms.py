@@ -256,8 +256,11 @@ def local_sensitivity(counts: Any, prior: Any) -> float:
     return float(_local_sensitivities(x[None, :], a, int(x.sum()))[0])
 
 
-def global_sensitivity(prior: Any, n: int) -> float:
+def global_sensitivity(prior: Any, n: int, k: int | None = None) -> float:
     """EHD's utility sensitivity ``GS = max_{x ~ x′} H(Dir(α + x), Dir(α + x′))`` over all data sets of n records.
+
+    ``prior`` lists one parameter per category; a single number is a symmetric prior
+    and then needs ``k``, the number of categories.
 
     Public (a function of the prior and n only). Exact: for k ≥ 3,
     ``sqrt(−expm1(min_{i≠j} Uᵢ(0) + Uⱼ(0)))``; for k = 2 the minimum of
@@ -265,7 +268,9 @@ def global_sensitivity(prior: Any, n: int) -> float:
     """
     n = _check_n(n)
     a = np.asarray(prior, dtype=float)
-    a = _check_prior(a, a.size if a.ndim else 2)
+    if a.ndim == 0 and k is None:
+        raise ValueError("a scalar prior needs k, the number of categories: global_sensitivity(1.0, n, k=3).")
+    a = _check_prior(a, int(k) if k is not None else a.size)
     table = _step_defects(tuple(a), n)
     k = a.size
     if k == 2:
