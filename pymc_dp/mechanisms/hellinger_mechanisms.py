@@ -5,17 +5,17 @@ n public), posterior ``Dir(α + x)``. Each mechanism releases a Dirichlet ``Dir(
 that should be close to the posterior in Hellinger distance ``H`` (theory notes §8,
 [H-DIST]). Neighbouring data sets replace one record: ``x′ = x − eᵢ + eⱼ``.
 
-========== =================================================================== ==========
-mechanism  release                                                              guarantee
-========== =================================================================== ==========
-``lsdim``  Laplace(k/ε) on each of the first k − 1 counts, floored, clamped       ε-DP
-           to [0, n]; the last count n minus the others, clamped
-``lshist`` the same with scale k′/ε, k′ = 1 for k = 2 and 2 otherwise             ε-DP
-``ehd``    exponential mechanism over the candidates ``R_α = {α + c : Σc = n}``,  ε-DP
-           utility −H(posterior, candidate), global sensitivity GS
-``ehds``   the same, ``P ∝ exp(−ε H / (4 S(x)))`` with the γ-smooth bound S(x)     ε-DP (γ ≤ 1)
-``ehdl``   the same, ``P ∝ exp(−ε H / (2 LS(x)))``, local sensitivity             NOT private
-========== =================================================================== ==========
+The mechanisms (``mechanism=``):
+
+* ``"lsdim"`` (ε-DP): Laplace(k/ε) on each of the first k − 1 counts, floored and
+  clamped to [0, n]; the last count is n minus the others, clamped.
+* ``"lshist"`` (ε-DP): the same with scale k′/ε, k′ = 1 for k = 2 and 2 otherwise.
+* ``"ehd"`` (ε-DP): exponential mechanism over the candidates
+  ``R_α = {α + c : Σc = n}``, utility −H(posterior, candidate), global sensitivity GS.
+* ``"ehds"`` (ε-DP for γ ≤ 1): the same, ``P ∝ exp(−ε H / (4 S(x)))`` with the
+  γ-smooth bound S(x).
+* ``"ehdl"`` (**NOT private**): the same, ``P ∝ exp(−ε H / (2 LS(x)))`` with the
+  data's own local sensitivity; a benchmark only.
 
 Sensitivities (all exact: closed forms over tables, no sampling)
 -----------------------------------------------------------------
