@@ -27,6 +27,7 @@ def test_known_values_and_metric_properties():
     # Beta(1, 1) vs Beta(2, 1): BC = B(1.5, 1) / sqrt(B(1, 1) B(2, 1)) = (2/3) / sqrt(1/2).
     assert pmdp.hellinger([1, 1], [2, 1]) == pytest.approx(np.sqrt(1 - (2 / 3) / np.sqrt(0.5)), rel=1e-14)
     assert pmdp.hellinger([3.5, 2, 7], [3.5, 2, 7]) == 0.0
+    assert not np.signbit(pmdp.hellinger([3.5, 2, 7], [3.5, 2, 7]))  # +0.0, never −0.0
     a, b = np.array([2.0, 5.0, 1.5]), np.array([40.0, 1.0, 9.0])
     assert pmdp.hellinger(a, b) == pytest.approx(pmdp.hellinger(b, a), rel=1e-14)
     assert 0 < pmdp.hellinger(a, b) < 1

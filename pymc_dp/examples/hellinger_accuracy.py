@@ -107,8 +107,7 @@ def error_distribution(counts: Any, prior: Any, epsilon: float, mechanism: str) 
     x = _check_counts(counts)
     alpha = _check_prior(prior, x.size)
     dist = output_distribution(x, alpha, epsilon, mechanism)
-    # abs: identical parameters give H = sqrt(-expm1(0)) = -0.0, which would print as "-0.0000".
-    errors = np.abs(np.atleast_1d(hellinger(alpha + x, dist.alphas)))
+    errors = np.atleast_1d(hellinger(alpha + x, dist.alphas))
     order = np.argsort(errors, kind="stable")
     probabilities = dist.probabilities[order]
     return errors[order], probabilities / probabilities.sum()
