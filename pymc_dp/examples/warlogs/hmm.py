@@ -20,8 +20,9 @@ an iteration does not depend on the number of records. One iteration:
 
 Noisy counts (the Laplace route) are used as they are, after clamping at 0: clamping is
 post-processing, and the sampler then treats the clamped noisy counts as the data
-(plug-in, as the paper did). Dirichlet draws are made in log space (Gamma variates by
-``log G = log G′ + log U / a``), so tiny concentrations never produce ``log 0``.
+(plug-in, as the paper did). The update kernels are those of the PyMC step methods
+(:mod:`pymc_dp.step_methods.hmm`); this engine runs them without PyMC's per-draw
+bookkeeping, for studies that fit many models.
 """
 
 from __future__ import annotations
@@ -32,19 +33,9 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ...step_methods.ffbs import ffbs
+from ...step_methods.hmm import emission_log_draw, log_dirichlet_sample, state_log_likelihood, transition_log_draw
 
 __all__ = ["HMMFit", "gibbs_hmm", "log_dirichlet_sample", "adjusted_rand_index"]
-
-
-def log_dirichlet_sample(rng: np.random.Generator, concentration: np.ndarray) -> np.ndarray:
-    """``log θ`` for ``θ ~ Dir(concentration)`` along the last axis, accurate for tiny concentrations.
-
-    ``G ~ Gamma(a)`` is drawn as ``G′ · U^{1/a}`` with ``G′ ~ Gamma(a + 1)``, in logs,
-    so a concentration of 10⁻³ gives a very negative log-probability, never −inf.
-    """
-    a = np.asarray(concentration, dtype=float)
-    log_g = np.log(rng.gamma(a + 1.0)) + np.log(rng.random(a.shape)) / a
-    return log_g - np.logaddexp.reduce(log_g, axis=-1, keepdims=True)
 
 
 @dataclass
@@ -149,12 +140,9 @@ def gibbs_hmm(
 
         steps = track(steps, description=f"HMM Gibbs (K = {k})", total=iterations)
     for it in steps:
-        onehot = np.eye(k)[states]  # (R, T, K)
-        log_theta = [log_dirichlet_sample(rng, emission_prior + np.einsum("rtk,rtj->kj", onehot, c)) for c in n]
-        pairs = np.einsum("rti,rtj->ij", onehot[:, :-1], onehot[:, 1:])
-        log_trans = log_dirichlet_sample(rng, transition_prior + pairs)
-        log_init = log_dirichlet_sample(rng, transition_prior + onehot[:, 0].sum(axis=0))
-        log_lik = sum(np.einsum("rtj,kj->rtk", c, lt) for c, lt in zip(n, log_theta))
+        log_theta = [emission_log_draw(rng, emission_prior, c, states, k) for c in n]
+        log_trans, log_init = transition_log_draw(rng, transition_prior, states, k)
+        log_lik = state_log_likelihood(n, log_theta)
         states, log_norm = ffbs(log_lik, log_trans, log_init, rng)
         trace[it] = log_norm.sum()
         if it >= burn_in:
