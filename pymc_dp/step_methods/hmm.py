@@ -33,8 +33,10 @@ __all__ = [
     "HMMTransitionsGibbs",
     "log_dirichlet_sample",
     "emission_log_draw",
+    "emission_statistics",
     "transition_log_draw",
     "state_log_likelihood",
+    "truncated_dirichlet_update",
 ]
 
 
@@ -57,8 +59,12 @@ def emission_log_draw(
     rng: np.random.Generator, prior: float, counts: np.ndarray, states: np.ndarray, k: int, temperature: float = 1.0
 ) -> np.ndarray:
     """``(K, K_d)`` log emission probabilities from ``Dir(β + Σ_{s=k} n / T)``, one row per state."""
-    stats = np.einsum("rtk,rtj->kj", _onehot(states, k), counts)
-    return log_dirichlet_sample(rng, prior + stats / temperature)
+    return log_dirichlet_sample(rng, prior + emission_statistics(counts, states, k) / temperature)
+
+
+def emission_statistics(counts: np.ndarray, states: np.ndarray, k: int) -> np.ndarray:
+    """``(K, K_d)``: ``Σ_{(r,t): s=k} n[r, t, ·]`` (floored at 0 for safety; the counts are clamped already)."""
+    return np.maximum(np.einsum("rtk,rtj->kj", _onehot(states, k), counts), 0.0)
 
 
 def transition_log_draw(
@@ -68,6 +74,62 @@ def transition_log_draw(
     onehot = _onehot(states, k)
     pairs = np.einsum("rti,rtj->ij", onehot[:, :-1], onehot[:, 1:])
     return log_dirichlet_sample(rng, prior + pairs), log_dirichlet_sample(rng, prior + onehot[:, 0].sum(axis=0))
+
+
+def _slice_beta(
+    rng: np.random.Generator, a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, current: np.ndarray
+) -> np.ndarray:
+    """One slice-sampling update of ``u ~ Beta(a, b)`` restricted to ``[lo, hi]``, from ``current`` (vectorised).
+
+    The support is bounded, so no stepping out is needed: the interval shrinks towards
+    ``current`` until a point inside the slice is found (Neal 2003, §4.2.2). The update
+    leaves the truncated Beta invariant however far into its tail the interval lies.
+    """
+
+    def logdens(u: np.ndarray, aa: np.ndarray, bb: np.ndarray) -> np.ndarray:
+        return (aa - 1.0) * np.log(u) + (bb - 1.0) * np.log1p(-u)
+
+    level = logdens(current, a, b) - rng.exponential(size=current.shape)
+    left, right = lo.copy(), hi.copy()
+    out = current.copy()
+    todo = np.arange(current.size)
+    for _ in range(200):  # each try at least halves the interval in expectation; 200 is never reached in practice
+        u = left[todo] + rng.random(todo.size) * (right[todo] - left[todo])
+        ok = logdens(u, a[todo], b[todo]) > level[todo]
+        out[todo[ok]] = u[ok]
+        below = u < current[todo]
+        left[todo[~ok & below]] = u[~ok & below]
+        right[todo[~ok & ~below]] = u[~ok & ~below]
+        todo = todo[~ok]
+        if todo.size == 0:
+            break
+    return out
+
+
+def truncated_dirichlet_update(
+    rng: np.random.Generator, current: np.ndarray, concentration: np.ndarray, floor: float
+) -> np.ndarray:
+    """One sweep leaving ``Dir(concentration)`` restricted to ``θ_j ≥ floor`` invariant (rows of the last axis).
+
+    For each component j < K_d − 1 in turn, the pair (θ_j, θ_last) is redrawn with
+    its sum s fixed: ``θ_j / s ~ Beta(α_j, α_last)`` restricted so that both stay
+    ≥ floor (a slice-sampling update). This is the sequential truncated-Beta scheme
+    for truncated Dirichlets, run as a Markov update: it needs no mass in the bulk,
+    so floors deep in the tail of a concentrated posterior are no problem.
+    """
+    theta = np.array(current, dtype=float, copy=True).reshape(-1, current.shape[-1])
+    alpha = np.broadcast_to(np.asarray(concentration, dtype=float), current.shape).reshape(theta.shape)
+    if np.any(theta < floor * (1 - 1e-9)):
+        raise ValueError(f"the current value must satisfy the floor θ >= {floor:g}.")
+    last = theta.shape[1] - 1
+    for j in range(last):
+        total = theta[:, j] + theta[:, last]
+        lo, hi = floor / total, 1.0 - floor / total
+        u0 = np.clip(theta[:, j] / total, lo, hi)
+        u = _slice_beta(rng, alpha[:, j], alpha[:, last], lo, hi, u0)
+        theta[:, j] = np.maximum(u * total, floor)
+        theta[:, last] = np.maximum(total - theta[:, j], floor)
+    return theta.reshape(current.shape)
 
 
 def state_log_likelihood(counts: Sequence[np.ndarray], log_emissions: Sequence[np.ndarray], temperature: float = 1.0) -> np.ndarray:
@@ -81,10 +143,11 @@ def _probabilities(log_p: np.ndarray) -> np.ndarray:
 
 
 def _check_counts(counts: Any, name: str) -> np.ndarray:
+    """Counts as floats, clamped at 0 cell by cell (a noisy release; see :mod:`pymc_dp.examples.warlogs.hmm`)."""
     arr = np.asarray(counts, dtype=float)
     if arr.ndim != 3 or not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be a finite (regions, months, K_d) array of counts, got shape {arr.shape}.")
-    return np.maximum(arr, 0.0)  # a noisy release: clamping at 0 is post-processing
+    return np.maximum(arr, 0.0)
 
 
 class _HMMStep(BlockedStep):
