@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/ops_tempering.py
 	$(PY) benchmarks/private_mcmc.py
 	$(PY) benchmarks/hellinger_release.py
+	$(PY) benchmarks/warlogs_hmm.py
 
 clean:
 	rm -rf docs/_build docs/api/generated .pytest_cache build *.egg-info

@@ -4,7 +4,9 @@
 
     pymc-dp --version
     pymc-dp ledger TRACE.nc [--method {basic,advanced,rdp,pld,best}] [--delta D]
-    pymc-dp demo [--output DIR] [--seed N] [--draws N]
+    pymc-dp demo [--preset P] [--epsilon E] [--states K] [--iterations N] [--output DIR] [--seed N]
+    pymc-dp demo --example beta-bernoulli [--output DIR] [--seed N] [--draws N]
+    pymc-dp bench heldout [--preset P ...] [--splits N] [--states K] [--epsilons E ...] [--output DIR] [--seed N]
 
 PyMC itself is imported only inside the subcommands that need it.
 """
@@ -34,7 +36,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``pymc-dp`` (subcommands ``ledger`` and ``demo``).
+    """The argument parser of ``pymc-dp`` (subcommands ``ledger``, ``demo`` and ``bench``).
 
     Returns
     -------
@@ -42,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Differential privacy for PyMC: inspect the privacy ledger of a saved trace, or run the demo.",
+        description="Differential privacy for PyMC: inspect the privacy ledger of a saved trace, run the demo or a study.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -64,22 +66,48 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_demo = sub.add_parser(
         "demo",
-        help="run a small end-to-end private analysis (beta-Bernoulli)",
+        help="run the case study: a private HMM of war-log records, with a report folder",
         description=(
-            "Privatise one count of 2,000 synthetic records with the Laplace mechanism (ε = 0.5), fit a "
-            "noise-aware PyMC model, release the trace with its ledger and save it."
+            "Generate Iraq-like war-log records, privatise their feature counts once with the Laplace mechanism "
+            "(ε split over the five features), fit a K-state HMM with pm.sample and the HMM Gibbs steps, and write "
+            "a report folder (state heat map, emission plots, ledger, ArviZ diagnostics, released trace). "
+            "--example beta-bernoulli runs the small beta-Bernoulli analysis instead."
         ),
     )
-    p_demo.add_argument("--output", default="demo_output", metavar="DIR", help="where to save the trace (default: demo_output)")
+    p_demo.add_argument("--example", choices=("warlogs", "beta-bernoulli"), default="warlogs", help="which demo (default: warlogs)")
+    p_demo.add_argument("--preset", choices=("iraq", "afghanistan", "small"), default="iraq", help="data preset (default: iraq)")
+    p_demo.add_argument("--epsilon", type=float, default=5.0, metavar="E", help="total ε, split over 5 features (default 5)")
+    p_demo.add_argument("--states", type=int, default=10, metavar="K", help="HMM states (default 10)")
+    p_demo.add_argument("--iterations", type=int, default=200, metavar="N", help="Gibbs iterations per chain, half burn-in (default 200)")
+    p_demo.add_argument("--output", default="demo_output", metavar="DIR", help="the report folder (default: demo_output)")
     p_demo.add_argument(
         "--seed",
         type=int,
         default=None,
         metavar="N",
-        help="seed the noise and the sampler (reproducible; default: secure OpenDP noise)",
+        help="seed the data, the noise and the sampler (reproducible; default: secure OpenDP noise)",
     )
-    p_demo.add_argument("--draws", type=int, default=1000, metavar="N", help="posterior draws per chain (default 1000)")
+    p_demo.add_argument("--draws", type=int, default=1000, metavar="N", help="beta-bernoulli only: posterior draws per chain")
     p_demo.set_defaults(func=_cmd_demo)
+
+    p_bench = sub.add_parser("bench", help="run a study and write its table and plot", description="Studies: heldout.")
+    bench_sub = p_bench.add_subparsers(dest="study", metavar="STUDY")
+    p_heldout = bench_sub.add_parser(
+        "heldout",
+        help="held-out log-likelihood of Laplace vs OPS vs non-private ([FGWC16] Fig. 6)",
+        description=(
+            "Hold out 10 % of the region-months, fit naive Bayes and the HMM by each route at each ε, and score the "
+            "held-out records; writes heldout.md, heldout.json and heldout.png."
+        ),
+    )
+    p_heldout.add_argument("--preset", nargs="+", choices=("iraq", "afghanistan", "small"), default=["iraq", "afghanistan"])
+    p_heldout.add_argument("--splits", type=int, default=3, metavar="N", help="random held-out splits (default 3)")
+    p_heldout.add_argument("--states", type=int, default=10, metavar="K", help="HMM states (default 10)")
+    p_heldout.add_argument("--epsilons", type=float, nargs="+", default=[0.1, 0.3, 1.0, 3.0, 10.0], metavar="E")
+    p_heldout.add_argument("--iterations", type=int, default=200, metavar="N", help="Gibbs iterations, half burn-in (default 200)")
+    p_heldout.add_argument("--output", default="bench_output", metavar="DIR", help="where to write the results (default: bench_output)")
+    p_heldout.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the data, splits and noise (default 0)")
+    p_heldout.set_defaults(func=_cmd_bench_heldout)
     return parser
 
 
@@ -119,11 +147,50 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    if args.draws < 1:
-        raise _CommandError(f"--draws must be at least 1, got {args.draws}")
-    from .examples.beta_bernoulli import run_demo
+    if args.example == "beta-bernoulli":
+        if args.draws < 1:
+            raise _CommandError(f"--draws must be at least 1, got {args.draws}")
+        from .examples.beta_bernoulli import run_demo as run_beta_bernoulli
 
-    run_demo(output_dir=args.output, seed=args.seed, draws=args.draws)
+        run_beta_bernoulli(output_dir=args.output, seed=args.seed, draws=args.draws)
+        return 0
+    if not args.epsilon > 0:
+        raise _CommandError(f"--epsilon must be > 0, got {args.epsilon}")
+    if args.states < 1:
+        raise _CommandError(f"--states must be at least 1, got {args.states}")
+    if args.iterations < 2:
+        raise _CommandError(f"--iterations must be at least 2, got {args.iterations}")
+    from .examples.warlogs.demo import run_demo
+
+    run_demo(
+        output_dir=args.output, preset=args.preset, epsilon=args.epsilon, num_states=args.states,
+        iterations=args.iterations, seed=args.seed,
+    )
+    return 0
+
+
+def _cmd_bench_heldout(args: argparse.Namespace) -> int:
+    import json
+
+    from .examples.warlogs import heldout
+
+    if args.splits < 1 or args.states < 1 or args.iterations < 2 or any(e <= 0 for e in args.epsilons):
+        raise _CommandError("--splits and --states must be >= 1, --iterations >= 2 and every --epsilons value > 0")
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for preset in args.preset:
+        rows += heldout.run_heldout(
+            preset, epsilons=args.epsilons, num_states=args.states, splits=args.splits,
+            iterations=args.iterations, burn_in=args.iterations // 2, seed=args.seed, progress=True,
+        )
+    summary = heldout.summarize(rows)
+    table = heldout.format_table(summary)
+    (out / "heldout.md").write_text(table + "\n")
+    (out / "heldout.json").write_text(json.dumps({"rows": rows, "summary": summary}, indent=1, default=str) + "\n")
+    heldout.plot_heldout(summary, out / "heldout.png")
+    print(table)
+    print(f"results: {out}/heldout.md heldout.json heldout.png")
     return 0
 
 

@@ -98,13 +98,39 @@ def test_ledger_bad_method_is_usage_error(saved, capsys):
     assert main(["ledger", str(path), "--method", "magic"]) == 2
 
 
-def test_demo_passes_options(monkeypatch, tmp_path):
+def test_beta_bernoulli_demo_passes_options(monkeypatch, tmp_path):
     import pymc_dp.examples.beta_bernoulli as bb
 
     calls = {}
     monkeypatch.setattr(bb, "run_demo", lambda **kw: calls.update(kw) or {})
-    assert main(["demo", "--output", str(tmp_path), "--seed", "7", "--draws", "20"]) == 0
+    assert main(["demo", "--example", "beta-bernoulli", "--output", str(tmp_path), "--seed", "7", "--draws", "20"]) == 0
     assert calls == {"output_dir": str(tmp_path), "seed": 7, "draws": 20}
+
+
+def test_warlogs_demo_is_the_default_and_passes_options(monkeypatch, tmp_path):
+    import pymc_dp.examples.warlogs.demo as wd
+
+    calls = {}
+    monkeypatch.setattr(wd, "run_demo", lambda **kw: calls.update(kw) or {})
+    argv = ["demo", "--preset", "small", "--epsilon", "2", "--states", "4", "--iterations", "30", "--output", str(tmp_path), "--seed", "3"]
+    assert main(argv) == 0
+    assert calls == {"output_dir": str(tmp_path), "preset": "small", "epsilon": 2.0, "num_states": 4, "iterations": 30, "seed": 3}
+
+
+@pytest.mark.parametrize("bad", [["--epsilon", "0"], ["--states", "0"], ["--iterations", "1"]])
+def test_warlogs_demo_bad_options_fail_with_one_line(bad, capsys):
+    assert main(["demo", *bad]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_bench_heldout_writes_table_json_and_plot(tmp_path, capsys):
+    argv = ["bench", "heldout", "--preset", "small", "--splits", "1", "--states", "2", "--epsilons", "1",
+            "--iterations", "10", "--output", str(tmp_path)]
+    assert main(argv) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"heldout.md", "heldout.json", "heldout.png"}
+    table = (tmp_path / "heldout.md").read_text()
+    assert "| small | naive Bayes | 1 |" in table and "| small | HMM | 1 |" in table
+    assert main(["bench"]) == 2
 
 
 def test_console_script_installed():
