@@ -22,7 +22,7 @@ Everything after the single Laplace draw only touches the noisy count, so it is
 post-processing and costs no further privacy: any number of draws, chains or
 re-analyses of the released count stay ε = 0.5-DP.
 
-Run it with ``pymc-dp demo`` or ``python -m pymc_dp.examples.beta_bernoulli``.
+Run it with ``pymc-dp demo --example beta-bernoulli`` or ``python -m pymc_dp.examples.beta_bernoulli``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
-"""The war-logs case study ([FGWC16] §5): synthetic records with the published structure.
+"""The war-logs case study ([FGWC16] §5): a private hidden Markov model of field reports.
 
-* :mod:`pymc_dp.examples.warlogs.data`: the generator (Iraq- and Afghanistan-like
-  presets), a CSV loader for a user's own records, and the per-cell feature counts
-  ``n[r, t, d, j]`` that the models use.
-
-The hidden Markov model, its private routes and the ``pymc-dp demo`` report are being
-built on top of this module.
+* :mod:`~pymc_dp.examples.warlogs.data`: synthetic records with the published structure
+  (Iraq- and Afghanistan-like presets), a CSV loader, and the feature counts ``n[r, t, d, j]``;
+* :mod:`~pymc_dp.examples.warlogs.privacy`: the Laplace route's one-time release of the counts;
+* :mod:`~pymc_dp.examples.warlogs.model`: the HMM as a PyMC model sampled by ``pm.sample``
+  with the HMM Gibbs steps of :mod:`pymc_dp.step_methods.hmm`;
+* :mod:`~pymc_dp.examples.warlogs.hmm`: the same sampler as a NumPy engine (non-private,
+  Laplace and OPS routes), for studies that fit many models;
+* :mod:`~pymc_dp.examples.warlogs.heldout`: the held-out experiment (``pymc-dp bench heldout``);
+* :mod:`~pymc_dp.examples.warlogs.demo`: ``pymc-dp demo`` and its report folder.
 """

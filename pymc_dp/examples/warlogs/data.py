@@ -41,6 +41,7 @@ __all__ = [
     "generate",
     "load_records",
     "feature_counts",
+    "describe",
     "month_labels",
 ]
 
