@@ -22,20 +22,12 @@ settings) is in ``benchmarks/noise_aware_calibration.py`` and the docs.
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from pymc_dp.examples.noise_aware_calibration import normal_coverage, regression_coverage
 
 
-@pytest.fixture(autouse=True)
-def _quiet_pymc():
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
+pytestmark = pytest.mark.usefixtures("quiet_pymc")
 
 
 @pytest.mark.slow

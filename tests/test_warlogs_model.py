@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import pymc as pm
 import pytest
@@ -13,13 +11,7 @@ from pymc_dp.examples.warlogs import model as warlogs_model
 from pymc_dp.step_methods.hmm import DirichletCountsGibbs
 
 
-@pytest.fixture(autouse=True)
-def _quiet_pymc():
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
+pytestmark = pytest.mark.usefixtures("quiet_pymc")
 
 
 def test_pm_sample_with_the_hmm_steps_recovers_the_regimes():
