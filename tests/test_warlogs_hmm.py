@@ -56,6 +56,15 @@ def test_naive_bayes_is_the_one_state_case():
     assert np.allclose(np.exp(fit.log_emissions[0]).mean(axis=0)[0], pooled, atol=0.01)
 
 
+def test_noisy_counts_are_clamped_cell_by_cell():
+    from pymc_dp.step_methods.hmm import clamped_counts
+
+    noisy = np.array([[[3.5, -2.0], [-0.1, 4.0]]])
+    np.testing.assert_array_equal(clamped_counts(noisy), [[[3.5, 0.0], [0.0, 4.0]]])
+    with pytest.raises(ValueError, match="grid"):
+        hmm.gibbs_hmm([np.zeros((2, 3, 4)), np.zeros((2, 4, 4))], 2)
+
+
 def test_bad_arguments():
     counts = data.feature_counts(data.generate("small", seed=1))
     with pytest.raises(ValueError, match="num_states"):

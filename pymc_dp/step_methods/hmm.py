@@ -37,6 +37,7 @@ __all__ = [
     "transition_log_draw",
     "state_log_likelihood",
     "truncated_dirichlet_update",
+    "clamped_counts",
 ]
 
 
@@ -63,8 +64,8 @@ def emission_log_draw(
 
 
 def emission_statistics(counts: np.ndarray, states: np.ndarray, k: int) -> np.ndarray:
-    """``(K, K_d)``: ``Σ_{(r,t): s=k} n[r, t, ·]`` (floored at 0 for safety; the counts are clamped already)."""
-    return np.maximum(np.einsum("rtk,rtj->kj", _onehot(states, k), counts), 0.0)
+    """``(K, K_d)``: ``Σ_{(r,t): s=k} n[r, t, ·]`` (the counts are clamped at 0 already)."""
+    return np.einsum("rtk,rtj->kj", _onehot(states, k), counts)
 
 
 def transition_log_draw(
@@ -142,7 +143,7 @@ def _probabilities(log_p: np.ndarray) -> np.ndarray:
     return np.maximum(np.exp(log_p), np.finfo(float).tiny)
 
 
-def _check_counts(counts: Any, name: str) -> np.ndarray:
+def clamped_counts(counts: Any, name: str = "counts") -> np.ndarray:
     """Counts as floats, clamped at 0 cell by cell (a noisy release; see :mod:`pymc_dp.examples.warlogs.hmm`)."""
     arr = np.asarray(counts, dtype=float)
     if arr.ndim != 3 or not np.all(np.isfinite(arr)):
@@ -210,7 +211,7 @@ class HMMStatesFFBS(_HMMStep):
         rng: Any = None,
     ) -> None:
         super().__init__([states], model, temperature, rng)
-        self.counts = [_check_counts(c, f"counts[{d}]") for d, c in enumerate(counts)]
+        self.counts = [clamped_counts(c, f"counts[{d}]") for d, c in enumerate(counts)]
         if len(self.counts) != len(emissions):
             raise ValueError("give one emission variable per feature's counts.")
         self.emission_names = [self._name(e) for e in emissions]
@@ -254,7 +255,7 @@ class DirichletCountsGibbs(_HMMStep):
         rng: Any = None,
     ) -> None:
         super().__init__([emission], model, temperature, rng)
-        self.counts = _check_counts(counts, "counts")
+        self.counts = clamped_counts(counts, "counts")
         self.states_name = self._name(states)
         self.prior = float(prior)
         self.k = int(self.model.initial_point()[self.vars[0].name].shape[0])

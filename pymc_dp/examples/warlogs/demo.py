@@ -125,7 +125,7 @@ def run_demo(
     import logging
 
     from ...accounting import Budget, PrivacyLedger
-    from ...trace import attach_ledger
+    from ...trace import release
     from .hmm import adjusted_rand_index
     from .model import fit_hmm
     from .privacy import privatize_counts
@@ -178,7 +178,9 @@ def run_demo(
     _plot_states(modal, logs.regions, order, out / "states.png")
     _plot_emissions(mean_theta, used, out / "emissions.png")
     ari = adjusted_rand_index(modal, logs.true_states)
-    released = attach_ledger(idata, ledger)
+    # The whitelist: the model's free variables (no Deterministics) and the ledger, nothing else.
+    free = [f"theta_{f}" for f in FEATURES] + ["transitions", "initial", "states"]
+    released = release(idata, ledger=ledger, var_names=free)
     released.to_netcdf(str(out / "trace.nc"))
     (out / "ledger.txt").write_text(ledger.summary() + "\n")
     (out / "diagnostics.txt").write_text(diagnostics.to_string() + "\n")

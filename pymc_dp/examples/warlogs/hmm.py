@@ -38,6 +38,7 @@ import numpy as np
 
 from ...step_methods.ffbs import ffbs
 from ...step_methods.hmm import (
+    clamped_counts,
     emission_log_draw,
     emission_statistics,
     log_dirichlet_sample,
@@ -82,20 +83,13 @@ class HMMFit:
 
 
 def _check_counts(counts: Sequence[np.ndarray]) -> list[np.ndarray]:
-    out = []
-    shape = None
-    for d, c in enumerate(counts):
-        arr = np.asarray(c, dtype=float)
-        if arr.ndim != 3:
-            raise ValueError(f"counts[{d}] must have shape (regions, months, K_d), got {arr.shape}.")
-        if shape is not None and arr.shape[:2] != shape:
-            raise ValueError(f"counts[{d}] has (regions, months) {arr.shape[:2]}, the first feature {shape}.")
-        if np.isnan(arr).any() or np.isinf(arr).any():
-            raise ValueError(f"counts[{d}] must be finite.")
-        shape = arr.shape[:2]
-        out.append(np.maximum(arr, 0.0))  # noisy counts: clamped at 0 cell by cell (module docstring)
+    """Each feature's counts checked and clamped at 0 cell by cell, all on one (regions, months) grid."""
+    out = [clamped_counts(c, f"counts[{d}]") for d, c in enumerate(counts)]
     if not out:
         raise ValueError("counts must hold at least one feature.")
+    grids = {c.shape[:2] for c in out}
+    if len(grids) > 1:
+        raise ValueError(f"every feature's counts must share one (regions, months) grid, got {sorted(grids)}.")
     return out
 
 

@@ -43,10 +43,12 @@ def hmm_model(
     import pymc as pm
     import pytensor.tensor as pt
 
+    from ...step_methods.hmm import clamped_counts
+
     k = int(num_states)
     if k < 1:
         raise ValueError(f"num_states must be >= 1, got {num_states!r}.")
-    arrays = [np.maximum(np.asarray(c, dtype=float), 0.0) for c in counts]
+    arrays = [clamped_counts(c, f"counts[{d}]") for d, c in enumerate(counts)]
     if len(arrays) != len(features):
         raise ValueError(f"give one count tensor per feature ({len(features)}), got {len(arrays)}.")
     regions, months = arrays[0].shape[:2]
