@@ -191,6 +191,8 @@ def test_ledger_entries_and_secure_noise_by_default():
     assert e.details["num_candidates"] == 20301
     lap = pmdp.release_posterior([120, 30, 50], [1, 1, 1], 0.5, "lshist", ledger=ledger).entry
     assert lap.event == {"type": "laplace", "noise_multiplier": 2.0}  # scale 2/ε = 4 over an L1 sensitivity of 2
+    assert lap.details["scale"] == hm.laplace_scale("lshist", 3, 0.5) == 4.0
+    assert hm.laplace_scale("lshist", 2, 0.5) == 2.0 and hm.laplace_scale("lsdim", 3, 0.5) == 6.0
     assert lap.noise_source == "secure"
 
 
