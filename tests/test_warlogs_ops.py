@@ -8,18 +8,19 @@ import numpy as np
 import pytest
 
 from pymc_dp.examples.warlogs import data, heldout, hmm
+from pymc_dp.examples.warlogs.ops import ops_temperature
 from pymc_dp.step_methods.hmm import truncated_dirichlet_update
 
 
 def test_ops_temperature_follows_the_floors():
-    ops = heldout.ops_temperature(1.0, multiplier=10.0)
+    ops = ops_temperature(1.0, multiplier=10.0)
     assert ops["floors"] == [1 / (10 * k) for k in data.FEATURE_SIZES]
     # Σ_d log((1 − (K_d − 1) a₀) / a₀): log 73 + log 433 + 3 log 19.
     assert ops["sensitivity"] == pytest.approx(math.log(73) + math.log(433) + 3 * math.log(19), rel=1e-12)
     assert ops["temperature"] == pytest.approx(2 * ops["sensitivity"])
-    assert heldout.ops_temperature(100.0)["temperature"] == 1.0  # capped at T = 1
+    assert ops_temperature(100.0)["temperature"] == 1.0  # capped at T = 1
     with pytest.raises(ValueError):
-        heldout.ops_temperature(0.0)
+        ops_temperature(0.0)
 
 
 def test_truncated_dirichlet_sweeps_leave_the_truncated_dirichlet_invariant():
@@ -46,7 +47,7 @@ def test_floors_deep_in_the_tail_and_the_ops_engine():
     with pytest.raises(ValueError, match="floor"):
         truncated_dirichlet_update(rng, np.array([[0.001, 0.5, 0.499]]), np.ones(3), 0.01)
     counts = data.feature_counts(data.generate("small", seed=0))
-    ops = heldout.ops_temperature(5.0)
+    ops = ops_temperature(5.0)
     fit = hmm.gibbs_hmm(counts, 2, 40, 20, temperature=ops["temperature"], floors=ops["floors"], seed=0)
     for d, floor in enumerate(ops["floors"]):
         assert np.all(np.exp(fit.log_emissions[d]) >= floor * (1 - 1e-12))

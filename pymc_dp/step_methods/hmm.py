@@ -8,13 +8,17 @@ or a public noisy release). Three blocked updates, each exact:
 
 * :class:`HMMStatesFFBS`: all state sequences by forward filtering, backward sampling;
 * :class:`DirichletCountsGibbs`: one feature's emission probabilities,
-  ``θ_{k,d} ~ Dir(β + Σ_{(r,t): s=k} n[r, t, d, ·] / T)``;
+  ``θ_{k,d} ~ Dir(β + Σ_{(r,t): s=k} n[r, t, d, ·] / T)`` (or, with a floor a₀, a
+  truncated-Dirichlet sweep that leaves that conditional restricted to ``θ ≥ a₀``
+  invariant);
 * :class:`HMMTransitionsGibbs`: transitions and initial probabilities from the state pairs.
 
 The update kernels are plain functions (:func:`emission_log_draw`,
 :func:`transition_log_draw`, :func:`state_log_likelihood`) shared with the NumPy engine
 of the case study. ``T`` is a temperature for tempered (OPS) posteriors (1: the
-posterior itself). The Dirichlet variables must be declared with ``default_transform=None``:
+posterior itself); OPS also truncates the emissions at a floor a₀, and the emission
+update is then one sweep of :func:`truncated_dirichlet_update` from the current value
+(a valid MCMC update, not an exact draw). The Dirichlet variables must be declared with ``default_transform=None``:
 these steps write probabilities, not unconstrained values.
 """
 
@@ -37,6 +41,7 @@ __all__ = [
     "transition_log_draw",
     "state_log_likelihood",
     "truncated_dirichlet_update",
+    "check_floor",
     "clamped_counts",
 ]
 
@@ -131,6 +136,28 @@ def truncated_dirichlet_update(
         theta[:, j] = np.maximum(u * total, floor)
         theta[:, last] = np.maximum(total - theta[:, j], floor)
     return theta.reshape(current.shape)
+
+
+def check_floor(floor: Any, size: int, name: str = "floor") -> float:
+    """``floor`` as a float after checking ``0 < a₀ < 1/K_d`` (``size`` is K_d ≥ 2).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, if the floor is not a real number strictly between 0 and
+        ``1/K_d`` (at ``1/K_d`` the truncation leaves only the uniform vector).
+    """
+    if isinstance(floor, bool):
+        raise ValueError(f"{name} must be a number 0 < a0 < 1/K_d, got {floor!r}.")
+    try:
+        value = float(floor)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number 0 < a0 < 1/K_d, got {floor!r}.") from None
+    if size < 2:
+        raise ValueError(f"{name}: a floor needs at least 2 categories, the emission has K_d = {size}.")
+    if not 0.0 < value < 1.0 / size:
+        raise ValueError(f"{name} must satisfy 0 < a0 < 1/K_d = {1.0 / size:.6g} (K_d = {size}), got {floor!r}.")
+    return value
 
 
 def state_log_likelihood(counts: Sequence[np.ndarray], log_emissions: Sequence[np.ndarray], temperature: float = 1.0) -> np.ndarray:
@@ -241,6 +268,22 @@ class DirichletCountsGibbs(_HMMStep):
         The symmetric Dirichlet concentration β of the emission variable.
     temperature
         T ≥ 1: the counts enter divided by T.
+    floor
+        ``None`` (default): the exact Dirichlet draw above. A number a₀ with
+        ``0 < a₀ < 1/K_d``: the emission probabilities are restricted to ``θ ≥ a₀``
+        (OPS's truncation), and each step is one sweep of
+        :func:`truncated_dirichlet_update` from the current value, which leaves the
+        truncated conditional invariant. The model must then put no mass outside the
+        truncation (e.g. :func:`~pymc_dp.examples.warlogs.model.hmm_model` with
+        ``floors=``) and the sampler must start inside it.
+    model, rng
+        The model (default: the enclosing context) and a seed or generator
+        (``pm.sample`` replaces it with its own per-chain generator).
+
+    Raises
+    ------
+    ValueError
+        If ``floor`` is not a number in ``(0, 1/K_d)``, or ``emission`` has a transform.
     """
 
     def __init__(
@@ -251,6 +294,7 @@ class DirichletCountsGibbs(_HMMStep):
         prior: float,
         *,
         temperature: float = 1.0,
+        floor: float | None = None,
         model: Any = None,
         rng: Any = None,
     ) -> None:
@@ -258,12 +302,19 @@ class DirichletCountsGibbs(_HMMStep):
         self.counts = clamped_counts(counts, "counts")
         self.states_name = self._name(states)
         self.prior = float(prior)
-        self.k = int(self.model.initial_point()[self.vars[0].name].shape[0])
+        shape = self.model.initial_point()[self.vars[0].name].shape
+        self.k = int(shape[0])
+        self.floor = None if floor is None else check_floor(floor, int(shape[-1]), "floor")
 
     def step(self, point: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
-        log_theta = emission_log_draw(self.rng, self.prior, self.counts, point[self.states_name], self.k, self.temperature)
         new = dict(point)
-        new[self.vars[0].name] = _probabilities(log_theta)
+        name = self.vars[0].name
+        if self.floor is None:
+            log_theta = emission_log_draw(self.rng, self.prior, self.counts, point[self.states_name], self.k, self.temperature)
+            new[name] = _probabilities(log_theta)
+        else:
+            concentration = self.prior + emission_statistics(self.counts, point[self.states_name], self.k) / self.temperature
+            new[name] = truncated_dirichlet_update(self.rng, np.asarray(point[name], dtype=float), concentration, self.floor)
         return new, []
 
 

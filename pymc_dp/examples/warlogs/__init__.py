@@ -5,8 +5,15 @@
 * :mod:`~pymc_dp.examples.warlogs.privacy`: the Laplace route's one-time release of the counts;
 * :mod:`~pymc_dp.examples.warlogs.model`: the HMM as a PyMC model sampled by ``pm.sample``
   with the HMM Gibbs steps of :mod:`pymc_dp.step_methods.hmm`;
+* :mod:`~pymc_dp.examples.warlogs.ops`: the OPS route sampled by ``pm.sample``
+  (:func:`fit_ops`: tempered, truncated posterior; the final draw of each chain released,
+  charged to a ledger; :func:`ops_temperature`: its floors, sensitivity and temperature);
 * :mod:`~pymc_dp.examples.warlogs.hmm`: the same sampler as a NumPy engine (non-private,
   Laplace and OPS routes), for studies that fit many models;
 * :mod:`~pymc_dp.examples.warlogs.heldout`: the held-out experiment (``pymc-dp bench heldout``);
 * :mod:`~pymc_dp.examples.warlogs.demo`: ``pymc-dp demo`` and its report folder.
 """
+
+from .ops import fit_ops, ops_temperature
+
+__all__ = ["fit_ops", "ops_temperature"]
