@@ -7,6 +7,10 @@
 
 Both emit their cost per draw as the sample stats ``dp_epsilon`` and ``dp_delta``
 (tuning draws included); ``pmdp.sample(method="gibbs")`` builds the ledger from them.
+
+Also here, for models of count data (the war-logs case study): :mod:`.hmm` (Gibbs steps
+for HMMs over per-step counts), :mod:`.ffbs` (compiled forward filtering, backward
+sampling) and :mod:`.laplace_counts` (Poisson counts observed through Laplace noise).
 """
 
 from ._updates import NotConjugateError

@@ -27,16 +27,23 @@ spurious counts fall on categories the states' emissions call nearly impossible,
 the regimes are lost (adjusted Rand index 0.9 → 0 on the small preset with
 Laplace(2) noise). Leaving negative counts in FFBS's likelihood fails the same way:
 a negative count on a category a state almost never emits rewards that state.
+
+:func:`gibbs_hmm_noise_aware` does not plug in: it keeps the true counts as latent
+Poisson counts observed through the Laplace noise, sums them out in FFBS and draws them
+exactly before the emission update. It removes the clamping bias (on the small preset
+with Laplace(1) noise, naive Bayes's category distribution is 0.15 away from the truth
+in L1 against the plug-in's 0.40) at about 30 times the plug-in's cost per iteration.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ...step_methods.ffbs import ffbs
+from ...step_methods.laplace_counts import add_log_marginals, impute_counts
 from ...step_methods.hmm import (
     clamped_counts,
     emission_log_draw,
@@ -47,7 +54,7 @@ from ...step_methods.hmm import (
     truncated_dirichlet_update,
 )
 
-__all__ = ["HMMFit", "gibbs_hmm", "log_dirichlet_sample", "adjusted_rand_index"]
+__all__ = ["HMMFit", "gibbs_hmm", "gibbs_hmm_noise_aware", "log_dirichlet_sample", "adjusted_rand_index"]
 
 
 @dataclass
@@ -80,6 +87,54 @@ class HMMFit:
         k = self.log_transitions.shape[-1]
         flat = self.states.reshape(self.states.shape[0], -1)
         return np.stack([(flat == j).mean(axis=1) for j in range(k)], axis=1)
+
+
+class _Draws:
+    """The kept draws of a Gibbs run and its log-likelihood trace, filled iteration by iteration."""
+
+    def __init__(self, iterations: int, burn_in: int, k: int, grid: tuple[int, int], sizes: Sequence[int]) -> None:
+        kept = iterations - burn_in
+        self.burn_in = burn_in
+        self.states = np.empty((kept, *grid), dtype=np.int64)
+        self.emissions = [np.empty((kept, k, size)) for size in sizes]
+        self.transitions = np.empty((kept, k, k))
+        self.initial = np.empty((kept, k))
+        self.trace = np.empty(iterations)
+
+    def record(
+        self, it: int, log_likelihood: float, states: np.ndarray, log_theta: Sequence[np.ndarray], log_trans: np.ndarray, log_init: np.ndarray
+    ) -> None:
+        self.trace[it] = log_likelihood
+        if it >= self.burn_in:
+            i = it - self.burn_in
+            self.states[i] = states
+            for out, lt in zip(self.emissions, log_theta):
+                out[i] = lt
+            self.transitions[i] = log_trans
+            self.initial[i] = log_init
+
+    def fit(self) -> HMMFit:
+        return HMMFit(self.states, self.emissions, self.transitions, self.initial, self.trace)
+
+
+def _iterations(iterations: int, progressbar: bool, description: str) -> Iterable[int]:
+    steps: Iterable[int] = range(iterations)
+    if progressbar:
+        from rich.progress import track  # PyMC's own progress bars use rich
+
+        steps = track(steps, description=description, total=iterations)
+    return steps
+
+
+def _check_run(num_states: Any, iterations: Any, burn_in: Any, emission_prior: float, transition_prior: float) -> int:
+    """K after checking the arguments every engine shares."""
+    if isinstance(num_states, bool) or not isinstance(num_states, (int, np.integer)) or num_states < 1:
+        raise ValueError(f"num_states must be a whole number >= 1, got {num_states!r}.")
+    if not (isinstance(iterations, (int, np.integer)) and isinstance(burn_in, (int, np.integer)) and 0 <= burn_in < iterations):
+        raise ValueError(f"need whole numbers 0 <= burn_in < iterations, got burn_in={burn_in!r}, iterations={iterations!r}.")
+    if not (emission_prior > 0 and transition_prior > 0):
+        raise ValueError("emission_prior and transition_prior must be > 0.")
+    return int(num_states)
 
 
 def _check_counts(counts: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -135,35 +190,19 @@ def gibbs_hmm(
     HMMFit
     """
     n = _check_counts(counts)
-    if isinstance(num_states, bool) or not isinstance(num_states, (int, np.integer)) or num_states < 1:
-        raise ValueError(f"num_states must be a whole number >= 1, got {num_states!r}.")
-    if not (isinstance(iterations, (int, np.integer)) and isinstance(burn_in, (int, np.integer)) and 0 <= burn_in < iterations):
-        raise ValueError(f"need whole numbers 0 <= burn_in < iterations, got burn_in={burn_in!r}, iterations={iterations!r}.")
-    if not (emission_prior > 0 and transition_prior > 0):
-        raise ValueError("emission_prior and transition_prior must be > 0.")
+    k = _check_run(num_states, iterations, burn_in, emission_prior, transition_prior)
     if not temperature >= 1:
         raise ValueError(f"temperature must be >= 1, got {temperature!r}.")
     if floors is not None:
         floors = [float(f) for f in floors]
         if len(floors) != len(n) or any(not 0 < f < 1 / c.shape[2] for f, c in zip(floors, n)):
             raise ValueError("floors must give one floor 0 < a0 < 1/K_d per feature.")
-    k = int(num_states)
     rng = np.random.default_rng(seed)
     regions, months = n[0].shape[:2]
     states = rng.integers(0, k, size=(regions, months))
-    kept = iterations - burn_in
-    out_states = np.empty((kept, regions, months), dtype=np.int64)
-    out_emissions = [np.empty((kept, k, c.shape[2])) for c in n]
-    out_trans = np.empty((kept, k, k))
-    out_init = np.empty((kept, k))
-    trace = np.empty(iterations)
+    draws = _Draws(iterations, burn_in, k, (regions, months), [c.shape[2] for c in n])
     theta = [np.full((k, c.shape[2]), 1.0 / c.shape[2]) for c in n]  # the truncated sweeps start inside the floors
-    steps: Iterable[int] = range(iterations)
-    if progressbar:
-        from rich.progress import track  # PyMC's own progress bars use rich
-
-        steps = track(steps, description=f"HMM Gibbs (K = {k})", total=iterations)
-    for it in steps:
+    for it in _iterations(iterations, progressbar, f"HMM Gibbs (K = {k})"):
         if floors is None:
             log_theta = [emission_log_draw(rng, emission_prior, c, states, k, temperature) for c in n]
         else:
@@ -175,15 +214,102 @@ def gibbs_hmm(
         log_trans, log_init = transition_log_draw(rng, transition_prior, states, k)
         log_lik = state_log_likelihood(n, log_theta, temperature)
         states, log_norm = ffbs(log_lik, log_trans, log_init, rng)
-        trace[it] = log_norm.sum()
-        if it >= burn_in:
-            i = it - burn_in
-            out_states[i] = states
-            for d, lt in enumerate(log_theta):
-                out_emissions[d][i] = lt
-            out_trans[i] = log_trans
-            out_init[i] = log_init
-    return HMMFit(out_states, out_emissions, out_trans, out_init, trace)
+        draws.record(it, log_norm.sum(), states, log_theta, log_trans, log_init)
+    return draws.fit()
+
+
+def gibbs_hmm_noise_aware(
+    noisy_counts: Sequence[np.ndarray],
+    noise_scales: float | Sequence[float],
+    num_states: int,
+    iterations: int = 200,
+    burn_in: int = 100,
+    *,
+    observed: np.ndarray | None = None,
+    emission_prior: float = 0.1,
+    transition_prior: float = 1.0,
+    rate_prior: tuple[float, float] = (0.5, 1e-6),
+    warm_start: int = 20,
+    seed: int | np.random.Generator | None = 0,
+    progressbar: bool = False,
+) -> HMMFit:
+    """Blocked Gibbs sampling of the HMM that knows its counts carry Laplace noise.
+
+    The plug-in (:func:`gibbs_hmm` on the noisy counts) reads ``y = n + L`` as if it
+    were ``n``. Here each true count is ``n[r, t, d, j] ~ Poisson(μ[r, t] θ[s, d, j])``
+    (given the cell's total the same multinomial likelihood as :func:`gibbs_hmm`; ``μ``
+    is a per-cell rate with a Gamma prior) and the release is ``y = n + Laplace(b_d)``.
+    One iteration:
+
+    1. transitions and initial probabilities from the state pairs (conjugate);
+    2. states by FFBS with the true counts summed out: each cell's likelihood under
+       state k is ``Π_{d,j} p(y | μ θ_{k,d,j})``
+       (:func:`~pymc_dp.step_methods.laplace_counts.add_log_marginals`);
+    3. the true counts drawn exactly given the states
+       (:func:`~pymc_dp.step_methods.laplace_counts.impute_counts`);
+    4. emissions ``θ_{k,d} ~ Dir(β + Σ_{s=k} n)`` and rates
+       ``μ[r, t] ~ Gamma(a + Σ_{d,j} n, c + D)`` (conjugate).
+
+    Everything reads only the release, so it is post-processing: no further privacy
+    cost. With noise scales → 0 it is the exact-count sampler.
+
+    Parameters
+    ----------
+    noisy_counts
+        Per feature, the released ``(R, T, K_d)`` noisy counts (floats, possibly negative).
+    noise_scales
+        The Laplace scale b_d of each feature's release (one number for all), e.g.
+        ``2/ε_d`` for :func:`~pymc_dp.examples.warlogs.privacy.privatize_counts`.
+    num_states, iterations, burn_in, emission_prior, transition_prior, seed, progressbar
+        As for :func:`gibbs_hmm`.
+    observed
+        ``(R, T)`` mask of the cells whose counts were released (default: all). Other
+        cells carry no measurement; their states follow the Markov prior.
+    rate_prior
+        Shape a and rate c of the Gamma prior of every cell's rate μ.
+
+    Returns
+    -------
+    HMMFit
+    """
+    y = [np.asarray(c, dtype=float) for c in noisy_counts]
+    if not y or any(c.ndim != 3 for c in y) or len({c.shape[:2] for c in y}) > 1:
+        raise ValueError("noisy_counts must hold one (R, T, K_d) array per feature, all on one (R, T) grid.")
+    if any(not np.isfinite(c).all() for c in y):
+        raise ValueError("noisy_counts must be finite (no NaN or inf).")
+    scales = np.broadcast_to(np.asarray(noise_scales, dtype=float), (len(y),))
+    if not (np.isfinite(scales).all() and (scales > 0).all()):
+        raise ValueError(f"noise_scales must be finite and > 0 (the Laplace scale of each release), got {noise_scales!r}.")
+    k = _check_run(num_states, iterations, burn_in, emission_prior, transition_prior)
+    shape, rate = (float(v) for v in rate_prior)
+    if not (shape > 0 and rate > 0):
+        raise ValueError(f"rate_prior must be a (shape, rate) pair of positive numbers, got {rate_prior!r}.")
+    regions, months = y[0].shape[:2]
+    seen = np.ones((regions, months), dtype=bool) if observed is None else np.asarray(observed, dtype=bool)
+    if seen.shape != (regions, months):
+        raise ValueError(f"observed must be an (R, T) = {(regions, months)} boolean mask, got shape {seen.shape}.")
+    rng = np.random.default_rng(seed)
+    if warm_start:
+        start = gibbs_hmm([np.where(seen[..., None], c, 0.0) for c in y], k, warm_start, warm_start - 1, emission_prior=emission_prior, transition_prior=transition_prior, seed=rng)
+        states, log_theta = start.states[-1], [e[-1] for e in start.log_emissions]
+    else:
+        states = rng.integers(0, k, size=(regions, months))
+        log_theta = [np.full((k, c.shape[2]), -np.log(c.shape[2])) for c in y]
+    log_mu = np.log(np.maximum(np.mean([c.sum(axis=2) for c in y], axis=0), 1.0))
+    draws = _Draws(iterations, burn_in, k, (regions, months), [c.shape[2] for c in y])
+    for it in _iterations(iterations, progressbar, f"noise-aware HMM Gibbs (K = {k})"):
+        log_trans, log_init = transition_log_draw(rng, transition_prior, states, k)
+        log_lik = np.zeros((regions, months, k))
+        for c, lt, b in zip(y, log_theta, scales):
+            add_log_marginals(log_lik, c, log_mu, lt, 1.0 / b, seen)
+        states, log_norm = ffbs(log_lik, log_trans, log_init, rng)
+        true = [impute_counts(c, log_mu, lt, states, 1.0 / b, seen, rng.random(c.shape)) for c, lt, b in zip(y, log_theta, scales)]
+        log_theta = [emission_log_draw(rng, emission_prior, n, states, k) for n in true]
+        totals = sum(n.sum(axis=2) for n in true)
+        mu = rng.gamma(shape + totals, 1.0 / (rate + len(y)))
+        log_mu = np.where(seen, np.log(np.maximum(mu, 1e-300)), log_mu)
+        draws.record(it, log_norm.sum(), states, log_theta, log_trans, log_init)
+    return draws.fit()
 
 
 def adjusted_rand_index(labels_a: np.ndarray, labels_b: np.ndarray) -> float:
