@@ -13,7 +13,10 @@ machine, with the non-private run beside it in the same run. Timed, median of
   burn-in + 100 kept iterations, one chain, on the noisy / exact counts, model
   construction and compilation included;
 * ``engine_laplace`` / ``engine_nonprivate``: the same 200 iterations in the NumPy
-  engine (:func:`pymc_dp.examples.warlogs.hmm.gibbs_hmm`), without PyMC's bookkeeping.
+  engine (:func:`pymc_dp.examples.warlogs.hmm.gibbs_hmm`), without PyMC's bookkeeping;
+* ``engine_noise_aware``: the same release fitted by
+  :func:`pymc_dp.examples.warlogs.hmm.gibbs_hmm_noise_aware` (the true counts summed
+  out in FFBS and imputed; numba, both cores).
 
 The sampling cost does not depend on the number of records: the counts are the data.
 Results are printed and written as JSON to ``--output`` (default
@@ -63,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     logs = data.generate("iraq", seed=0)
     counts = data.feature_counts(logs)
     noisy = privacy.privatize_counts(counts, 1.0, ledger=pmdp.PrivacyLedger(), rng=0)
-    hmm.gibbs_hmm(counts, k, 4, 2)  # compile the numba kernel once (cached on disk afterwards)
+    hmm.gibbs_hmm(counts, k, 4, 2)  # compile the numba kernels once (cached on disk afterwards)
+    hmm.gibbs_hmm_noise_aware(noisy, 2.0, k, 2, 1)
     jobs = {
         "count": lambda: data.feature_counts(data.generate("iraq", seed=0)),
         "privatise": lambda: privacy.privatize_counts(counts, 1.0, ledger=pmdp.PrivacyLedger()),
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         "pymc_nonprivate": lambda: model.fit_hmm(counts, k, draws=iters - iters // 2, tune=iters // 2, random_seed=1),
         "engine_laplace": lambda: hmm.gibbs_hmm(noisy, k, iters, iters // 2, seed=1),
         "engine_nonprivate": lambda: hmm.gibbs_hmm(counts, k, iters, iters // 2, seed=1),
+        "engine_noise_aware": lambda: hmm.gibbs_hmm_noise_aware(noisy, 2.0, k, iters, iters // 2, seed=1),
     }
     rows = {}
     with threadpool_limits(1):

@@ -5,12 +5,21 @@ For each split, a uniform random 10 % of the region-months is held out. Naive Ba
 by the log-likelihood of the held-out records, per record:
 
 * **non-private**: the exact training counts; average over the kept draws;
-* **Laplace**: the training counts privatised once (ε/5 per feature, scale 10/ε per
-  count), sampled as they are; average over the kept draws (all post-processing);
+* **Laplace**: the model's sufficient statistics privatised once (ε/5 per feature,
+  sensitivity 2, scale 10/ε per count). For the HMM these are the per-cell counts
+  ``n[r, t, d, j]``; naive Bayes needs only their totals over the training cells, one
+  noisy number per feature value. Each release is fitted twice, both post-processing:
+
+  - **plug-in** ([FGWC16]): the noisy counts used as if exact, clamped at 0 cell by
+    cell (:func:`~pymc_dp.examples.warlogs.hmm.gibbs_hmm`);
+  - **noise-aware**: the sampler knows each count carries Laplace noise of that scale
+    (:func:`~pymc_dp.examples.warlogs.hmm.gibbs_hmm_noise_aware`);
+
+  both averaged over the kept draws;
 * **OPS**: the exact counts, emissions truncated at ``a₀ = 1/(M K_d)`` and the
   likelihood tempered to ``T = max(1, 2Δ/ε)`` with
   ``Δ = Σ_d log((1 − (K_d − 1) a₀) / a₀)`` (the half-range of one record's
-  log-likelihood change, :func:`ops_temperature`); only the final draw is used, and
+  log-likelihood change, :func:`~pymc_dp.examples.warlogs.ops.ops_temperature`); only the final draw is used, and
   the guarantee assumes the chain has converged.
 
 A held-out cell's score sums its state out given the draw's neighbouring states
@@ -26,21 +35,15 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .data import FEATURE_SIZES, feature_counts, generate
-from .hmm import HMMFit, gibbs_hmm
+from .hmm import HMMFit, gibbs_hmm, gibbs_hmm_noise_aware
+from .ops import ops_temperature
 
 __all__ = ["EPSILONS", "ops_temperature", "heldout_mask", "heldout_loglik", "run_heldout", "summarize", "format_table", "plot_heldout"]
 
 #: The privacy levels of the experiment (total ε over the five features).
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
-
-
-def ops_temperature(epsilon: float, multiplier: float = 10.0, sizes: Sequence[int] = FEATURE_SIZES) -> dict[str, Any]:
-    """OPS's floors, sensitivity and temperature for total ε: ``a₀_d = 1/(M K_d)``, Δ, ``T = max(1, 2Δ/ε)``."""
-    if not epsilon > 0 or not multiplier > 1:
-        raise ValueError("epsilon must be > 0 and the floor multiplier M > 1.")
-    floors = [1.0 / (multiplier * k) for k in sizes]
-    delta = sum(math.log((1.0 - (k - 1) * a) / a) for k, a in zip(sizes, floors))
-    return {"floors": floors, "sensitivity": delta, "temperature": max(1.0, 2.0 * delta / epsilon)}
+#: The private routes compared, in table order.
+ROUTES = ("Laplace plug-in", "Laplace noise-aware", "OPS")
 
 
 def heldout_mask(regions: int, months: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
@@ -89,6 +92,38 @@ def _laplace_counts(train: Sequence[np.ndarray], epsilon: float, mask: np.ndarra
     return noisy
 
 
+def _naive_bayes(fit: HMMFit, grid: tuple[int, int]) -> HMMFit:
+    """A fit on the one-cell grid of totals, spread over the (R, T) grid (naive Bayes has one state everywhere)."""
+    draws = fit.states.shape[0]
+    return HMMFit(np.zeros((draws, *grid), dtype=np.int64), fit.log_emissions, fit.log_transitions, fit.log_initial, fit.log_likelihood)
+
+
+def _laplace_fits(
+    train: Sequence[np.ndarray], k: int, epsilon: float, mask: np.ndarray, rng: np.random.Generator, iterations: int, burn_in: int, seed: int
+) -> dict[str, HMMFit]:
+    """The Laplace route's two fits, plug-in and noise-aware, on one release at total ε.
+
+    Naive Bayes (K = 1) needs only the training totals ``Σ_{r,t} n[r, t, d, j]``, its
+    sufficient statistics, so its release is those (sensitivity 2 per feature, like the
+    per-cell tensors, but one noisy number per value instead of one per cell). The HMM
+    needs the per-cell counts.
+    """
+    scale = len(train) * 2.0 / epsilon  # ε/5 per feature, sensitivity 2
+    grid = mask.shape
+    if k == 1:
+        totals = [c.sum(axis=(0, 1))[None, None, :] for c in train]
+        noisy = _laplace_counts(totals, epsilon, np.zeros((1, 1), dtype=bool), rng)
+        return {
+            "Laplace plug-in": _naive_bayes(gibbs_hmm(noisy, 1, iterations, burn_in, seed=seed), grid),
+            "Laplace noise-aware": _naive_bayes(gibbs_hmm_noise_aware(noisy, scale, 1, iterations, burn_in, seed=seed), grid),
+        }
+    noisy = _laplace_counts(train, epsilon, mask, rng)
+    return {
+        "Laplace plug-in": gibbs_hmm(noisy, k, iterations, burn_in, seed=seed),
+        "Laplace noise-aware": gibbs_hmm_noise_aware(noisy, scale, k, iterations, burn_in, observed=~mask, seed=seed),
+    }
+
+
 def run_heldout(
     preset: str = "iraq",
     *,
@@ -107,7 +142,7 @@ def run_heldout(
     counts = feature_counts(logs)
     rng = np.random.default_rng([seed, 1])
     rows: list[dict[str, Any]] = []
-    jobs = splits * 2 * (1 + 2 * len(epsilons))
+    jobs = splits * 2 * (1 + len(ROUTES) * len(epsilons))
     bar = None
     if progress:
         from rich.progress import Progress
@@ -133,8 +168,8 @@ def run_heldout(
 
                 record("non-private", math.inf, score(gibbs_hmm(train, k, iterations, burn_in, seed=fit_seed), False))
                 for eps in epsilons:
-                    noisy = _laplace_counts(train, eps, mask, rng)
-                    record("Laplace", eps, score(gibbs_hmm(noisy, k, iterations, burn_in, seed=fit_seed), False))
+                    for route, fit in _laplace_fits(train, k, eps, mask, rng, iterations, burn_in, fit_seed).items():
+                        record(route, eps, score(fit, False))
                     ops = ops_temperature(eps, multiplier)
                     fit = gibbs_hmm(train, k, iterations, burn_in, temperature=ops["temperature"], floors=ops["floors"], seed=fit_seed)
                     record("OPS", eps, score(fit, True))
@@ -158,17 +193,18 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def format_table(summary: Sequence[Mapping[str, Any]]) -> str:
-    """A Markdown table: one row per (preset, model, ε), columns Laplace, OPS and non-private."""
-    lines = ["| preset | model | ε | Laplace | OPS | non-private |", "|---|---|---:|---:|---:|---:|"]
+    """A Markdown table: one row per (preset, model, ε), a column per route and the non-private value."""
+    lines = [
+        "| preset | model | ε | " + " | ".join(ROUTES) + " | non-private |",
+        "|---|---|---:|" + "---:|" * (len(ROUTES) + 1),
+    ]
     index = {(s["preset"], s["model"], s["route"], s["epsilon"]): s for s in summary}
     for preset, model in dict.fromkeys((s["preset"], s["model"]) for s in summary):
         base = index.get((preset, model, "non-private", math.inf))
-        for eps in sorted({s["epsilon"] for s in summary if s["route"] == "Laplace" and s["preset"] == preset and s["model"] == model}):
-            lap, ops = index[(preset, model, "Laplace", eps)], index[(preset, model, "OPS", eps)]
-            lines.append(
-                f"| {preset} | {model} | {eps:g} | {lap['mean']:.4f} ± {lap['se']:.4f} | {ops['mean']:.4f} ± {ops['se']:.4f} | "
-                f"{base['mean']:.4f} |"
-            )
+        for eps in sorted({s["epsilon"] for s in summary if s["route"] == "OPS" and s["preset"] == preset and s["model"] == model}):
+            cells = [index[(preset, model, route, eps)] for route in ROUTES]
+            values = " | ".join(f"{c['mean']:.4f} ± {c['se']:.4f}" for c in cells)
+            lines.append(f"| {preset} | {model} | {eps:g} | {values} | {base['mean']:.4f} |")
     return "\n".join(lines)
 
 
@@ -183,7 +219,7 @@ def plot_heldout(summary: Sequence[Mapping[str, Any]], path: Any = None) -> Any:
     panels = list(dict.fromkeys((s["preset"], s["model"]) for s in summary))
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
     for ax, (preset, model) in zip(axes[0], panels):
-        for route, style in (("Laplace", "o-"), ("OPS", "s--")):
+        for route, style in zip(ROUTES, ("o:", "o-", "s--")):
             pts = sorted((s["epsilon"], s["mean"], s["se"]) for s in summary if (s["preset"], s["model"], s["route"]) == (preset, model, route))
             eps, mean, se = (np.array(x) for x in zip(*pts))
             ax.errorbar(eps, mean, yerr=np.nan_to_num(se), fmt=style, capsize=2, label=route)
