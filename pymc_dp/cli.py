@@ -185,9 +185,11 @@ def _cmd_bench_heldout(args: argparse.Namespace) -> int:
             iterations=args.iterations, burn_in=args.iterations // 2, seed=args.seed, progress=True,
         )
     summary = heldout.summarize(rows)
-    table = heldout.format_table(summary)
+    differences = heldout.paired_differences(rows)
+    table = heldout.format_table(summary) + "\n\nPaired by split:\n\n" + heldout.format_differences(differences)
     (out / "heldout.md").write_text(table + "\n")
-    (out / "heldout.json").write_text(json.dumps({"rows": rows, "summary": summary}, indent=1, default=str) + "\n")
+    payload = {"rows": rows, "summary": summary, "paired_differences": differences}
+    (out / "heldout.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
     heldout.plot_heldout(summary, out / "heldout.png")
     print(table)
     print(f"results: {out}/heldout.md heldout.json heldout.png")

@@ -38,7 +38,7 @@ from .data import FEATURE_SIZES, feature_counts, generate
 from .hmm import HMMFit, gibbs_hmm, gibbs_hmm_noise_aware
 from .ops import ops_temperature
 
-__all__ = ["EPSILONS", "ops_temperature", "heldout_mask", "heldout_loglik", "run_heldout", "summarize", "format_table", "plot_heldout"]
+__all__ = ["EPSILONS", "ops_temperature", "heldout_mask", "heldout_loglik", "run_heldout", "summarize", "format_table", "paired_differences", "format_differences", "plot_heldout"]
 
 #: The privacy levels of the experiment (total ε over the five features).
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -205,6 +205,38 @@ def format_table(summary: Sequence[Mapping[str, Any]]) -> str:
             cells = [index[(preset, model, route, eps)] for route in ROUTES]
             values = " | ".join(f"{c['mean']:.4f} ± {c['se']:.4f}" for c in cells)
             lines.append(f"| {preset} | {model} | {eps:g} | {values} | {base['mean']:.4f} |")
+    return "\n".join(lines)
+
+
+def paired_differences(rows: Sequence[Mapping[str, Any]], baseline: str = "OPS") -> list[dict[str, Any]]:
+    """Each Laplace route minus ``baseline`` split by split (same held-out cells), mean and standard error.
+
+    The splits differ far more from each other than the routes do on one split, so
+    the paired difference is the precise comparison.
+    """
+    index = {(r["preset"], r["model"], r["route"], r["epsilon"], r["split"]): r["loglik"] for r in rows}
+    out = []
+    keys = dict.fromkeys((r["preset"], r["model"], r["epsilon"]) for r in rows if r["route"] == baseline)
+    for preset, model, eps in keys:
+        for route in ROUTES:
+            if route == baseline:
+                continue
+            splits = sorted(s for (p, m, r, e, s) in index if (p, m, r, e) == (preset, model, route, eps))
+            diff = np.array([index[(preset, model, route, eps, s)] - index[(preset, model, baseline, eps, s)] for s in splits])
+            se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else float("nan")
+            out.append({"preset": preset, "model": model, "route": route, "baseline": baseline, "epsilon": eps, "mean": float(diff.mean()), "se": se})
+    return out
+
+
+def format_differences(differences: Sequence[Mapping[str, Any]]) -> str:
+    """A Markdown table of :func:`paired_differences`: one row per (preset, model, ε), a column per route."""
+    routes = list(dict.fromkeys(d["route"] for d in differences))
+    baseline = differences[0]["baseline"] if differences else "OPS"
+    lines = ["| preset | model | ε | " + " | ".join(f"{r} − {baseline}" for r in routes) + " |", "|---|---|---:|" + "---:|" * len(routes)]
+    index = {(d["preset"], d["model"], d["epsilon"], d["route"]): d for d in differences}
+    for preset, model, eps in dict.fromkeys((d["preset"], d["model"], d["epsilon"]) for d in differences):
+        cells = " | ".join(f"{index[(preset, model, eps, r)]['mean']:+.4f} ± {index[(preset, model, eps, r)]['se']:.4f}" for r in routes)
+        lines.append(f"| {preset} | {model} | {eps:g} | {cells} |")
     return "\n".join(lines)
 
 
