@@ -55,3 +55,17 @@ def test_run_heldout_table_and_plot(tmp_path):
     assert len(table.splitlines()) == 2 + 2  # header, rule, one row per model
     heldout.plot_heldout(summary, tmp_path / "heldout.png")
     assert (tmp_path / "heldout.png").stat().st_size > 0
+
+
+def test_paired_differences_pair_by_split():
+    rows = [
+        {"preset": "p", "model": "HMM", "route": route, "epsilon": 1.0, "split": s, "loglik": base + shift}
+        for s, base in enumerate((-6.0, -5.0, -7.0))
+        for route, shift in (("OPS", 0.0), ("Laplace plug-in", 0.1 * (s + 1)), ("Laplace noise-aware", -0.2))
+    ]
+    diffs = {d["route"]: d for d in heldout.paired_differences(rows)}
+    assert diffs["Laplace plug-in"]["mean"] == pytest.approx(0.2)
+    assert diffs["Laplace plug-in"]["se"] == pytest.approx(0.1 / np.sqrt(3))  # s.d. of (0.1, 0.2, 0.3) over sqrt(3)
+    assert diffs["Laplace noise-aware"]["mean"] == pytest.approx(-0.2) and diffs["Laplace noise-aware"]["se"] == pytest.approx(0.0, abs=1e-12)
+    table = heldout.format_differences(list(diffs.values()))
+    assert "Laplace plug-in − OPS" in table and "+0.2000 ± 0.0577" in table

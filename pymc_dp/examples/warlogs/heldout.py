@@ -34,9 +34,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .data import FEATURE_SIZES, feature_counts, generate
+from .data import feature_counts, generate
 from .hmm import HMMFit, gibbs_hmm, gibbs_hmm_noise_aware
 from .ops import ops_temperature
+from .privacy import COUNT_SENSITIVITY
 
 __all__ = ["EPSILONS", "ops_temperature", "heldout_mask", "heldout_loglik", "run_heldout", "summarize", "format_table", "paired_differences", "format_differences", "plot_heldout"]
 
@@ -108,7 +109,7 @@ def _laplace_fits(
     per-cell tensors, but one noisy number per value instead of one per cell). The HMM
     needs the per-cell counts.
     """
-    scale = len(train) * 2.0 / epsilon  # ε/5 per feature, sensitivity 2
+    scale = COUNT_SENSITIVITY * len(train) / epsilon  # ε/5 per feature
     grid = mask.shape
     if k == 1:
         totals = [c.sum(axis=(0, 1))[None, None, :] for c in train]

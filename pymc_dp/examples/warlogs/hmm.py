@@ -45,6 +45,7 @@ import numpy as np
 from ...step_methods.ffbs import ffbs
 from ...step_methods.laplace_counts import add_log_marginals, impute_counts
 from ...step_methods.hmm import (
+    check_floor,
     clamped_counts,
     emission_log_draw,
     emission_statistics,
@@ -194,9 +195,9 @@ def gibbs_hmm(
     if not temperature >= 1:
         raise ValueError(f"temperature must be >= 1, got {temperature!r}.")
     if floors is not None:
-        floors = [float(f) for f in floors]
-        if len(floors) != len(n) or any(not 0 < f < 1 / c.shape[2] for f, c in zip(floors, n)):
-            raise ValueError("floors must give one floor 0 < a0 < 1/K_d per feature.")
+        if len(floors) != len(n):
+            raise ValueError(f"floors must give one floor 0 < a0 < 1/K_d per feature ({len(n)}), got {len(floors)}.")
+        floors = [check_floor(f, c.shape[2], f"floors[{d}]") for d, (f, c) in enumerate(zip(floors, n))]
     rng = np.random.default_rng(seed)
     regions, months = n[0].shape[:2]
     states = rng.integers(0, k, size=(regions, months))

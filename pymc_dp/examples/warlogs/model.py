@@ -75,7 +75,7 @@ def hmm_model(
     import pymc as pm
     import pytensor.tensor as pt
 
-    from ...step_methods.hmm import check_floor, clamped_counts
+    from ...step_methods.hmm import clamped_counts
 
     k = int(num_states)
     if k < 1:
@@ -85,7 +85,7 @@ def hmm_model(
     arrays = [clamped_counts(c, f"counts[{d}]") for d, c in enumerate(counts)]
     if len(arrays) != len(features):
         raise ValueError(f"give one count tensor per feature ({len(features)}), got {len(arrays)}.")
-    floor_values = _check_floors(floors, arrays, check_floor)
+    floor_values = _check_floors(floors, arrays)
     regions, months = arrays[0].shape[:2]
     with pm.Model() as model:
         thetas = [
@@ -111,8 +111,10 @@ def hmm_model(
     return model
 
 
-def _check_floors(floors: Sequence[float] | None, arrays: Sequence[np.ndarray], check: Any) -> list[float] | None:
+def _check_floors(floors: Sequence[float] | None, arrays: Sequence[np.ndarray]) -> list[float] | None:
     """One checked floor per feature (``0 < a₀ < 1/K_d``), or ``None``."""
+    from ...step_methods.hmm import check_floor
+
     if floors is None:
         return None
     if isinstance(floors, (str, bytes)) or not hasattr(floors, "__len__"):
@@ -120,7 +122,7 @@ def _check_floors(floors: Sequence[float] | None, arrays: Sequence[np.ndarray], 
     values = list(floors)
     if len(values) != len(arrays):
         raise ValueError(f"floors must give one floor per feature ({len(arrays)}), got {len(values)}.")
-    return [check(f, c.shape[2], f"floors[{d}]") for d, (f, c) in enumerate(zip(values, arrays))]
+    return [check_floor(f, c.shape[2], f"floors[{d}]") for d, (f, c) in enumerate(zip(values, arrays))]
 
 
 def hmm_steps(
@@ -153,13 +155,13 @@ def hmm_steps(
     list
         The step methods, for ``pm.sample(step=...)``.
     """
-    from ...step_methods.hmm import DirichletCountsGibbs, HMMStatesFFBS, HMMTransitionsGibbs, check_floor, clamped_counts
+    from ...step_methods.hmm import DirichletCountsGibbs, HMMStatesFFBS, HMMTransitionsGibbs, clamped_counts
 
     emissions = [model[f"theta_{name}"] for name in features]
     arrays = [clamped_counts(c, f"counts[{d}]") for d, c in enumerate(counts)]
     if len(arrays) != len(emissions):
         raise ValueError(f"give one count tensor per feature ({len(emissions)}), got {len(arrays)}.")
-    floor_values = _check_floors(floors, arrays, check_floor) or [None] * len(arrays)
+    floor_values = _check_floors(floors, arrays) or [None] * len(arrays)
     return [
         HMMStatesFFBS(model["states"], arrays, emissions, model["transitions"], model["initial"], temperature=temperature, model=model),
         *[
