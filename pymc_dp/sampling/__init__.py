@@ -85,7 +85,15 @@ def sample(
     against the budget before the first draw; given ``epsilon`` (the whole run's
     budget) the temperature that spends it is chosen. The ledger is then built from
     the per-draw sample stats ``dp_epsilon``/``dp_delta`` of every chain, and the whole
-    chain is released: the guarantee **does not assume convergence**.
+    chain is released: the guarantee **does not assume convergence**. If the run
+    fails (any exception out of ``pm.sample``), the planned cost — the upper bound on
+    the updates that ran — is recorded in ``ledger`` with the interruption noted, and
+    the exception is re-raised.
+
+    On failure the other routes charge what was spent and no more: ``"laplace"`` keeps
+    the privatisation's entries (its noise was drawn before ``pm.sample`` ran), and
+    ``"ops"`` records nothing (its spend is the released draws, and a failed run
+    releases none).
 
     Parameters
     ----------
@@ -172,6 +180,12 @@ def sample(
         truncation, bound or clip to declare).
     pymc_dp.BudgetExceededError
         If the ledger's budget cannot pay for the release; nothing is drawn then.
+    Exception
+        Whatever ``pm.sample`` raises, re-raised after the ledger has been charged
+        as described above (``"gibbs"``: the planned cost, with the interruption
+        noted; ``"laplace"``: the privatisation; ``"ops"``: nothing). A
+        ``KeyboardInterrupt`` that PyMC catches is not an error: the partial trace
+        is released and the planned cost charged.
 
     Examples
     --------

@@ -17,7 +17,13 @@
    spends it (under basic composition, or the tightest accountant at ``delta > 0``);
 4. runs ``pm.sample`` (sequential or parallel chains alike) and builds the ledger
    from the per-draw sample stats ``dp_epsilon``/``dp_delta`` of every chain,
-   tuning included, checked against the plan;
+   tuning included, checked against the plan. If the run fails instead — any
+   exception out of ``pm.sample`` (a step that raises, a worker process that dies, a
+   ``KeyboardInterrupt`` PyMC lets through) — the plan's whole cost, already checked
+   against the budget in step 3, is recorded with the interruption noted, and the
+   exception is re-raised: private updates ran, and how many cannot be proven from
+   outside the failed run, so the upper bound is charged. (A ``KeyboardInterrupt``
+   that PyMC catches returns a partial trace; the planned count is charged then too.)
 5. releases the whole chain (every draw of every chain is paid for), the per-draw
    costs, and the ledger; nothing else of the run.
 
@@ -28,7 +34,7 @@ guarantees, whatever state the chain is in.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -45,7 +51,10 @@ from ..step_methods._updates import ConjugateUpdate, is_per_record_latent
 from ..trace import release
 from .ops import _resolve_chains
 
-__all__ = ["sample_gibbs", "plan_gibbs", "GibbsPlan", "ledger_entries_from_stats", "NO_CONVERGENCE_NEEDED"]
+__all__ = [
+    "sample_gibbs", "plan_gibbs", "GibbsPlan", "ledger_entries_from_stats", "NO_CONVERGENCE_NEEDED",
+    "INTERRUPTED_RUN",
+]
 
 #: The statement every private-MCMC ledger entry carries.
 NO_CONVERGENCE_NEEDED = (
@@ -53,6 +62,12 @@ NO_CONVERGENCE_NEEDED = (
 )
 #: Default tuning draws (PyMC's default), charged like every other draw.
 DEFAULT_TUNE = 1000
+#: The assumption added to the entries of a run that failed before PyMC returned its trace.
+INTERRUPTED_RUN = (
+    "the run was interrupted before its trace was returned: the planned cost of every draw "
+    "((tune + draws) × chains) was charged, an upper bound on the updates that ran (how many completed cannot be "
+    "proven from a failed run)"
+)
 
 
 @dataclass(frozen=True)
@@ -414,10 +429,49 @@ def sample_gibbs(
     ledger.check_all(plan.entries(ledger.neighbouring))  # refuse before any draw
     kwargs.update(chains=chains, tune=plan.tune, discard_tuned_samples=False)
     steps = [*plan.steps, *plan.other_steps]
-    idata = pm.sample(draws, model=working, step=steps, **kwargs)
-    for entry in ledger_entries_from_stats(idata, plan.costs, ledger.neighbouring, plan):
-        ledger.record(entry)
+    # From the first draw on, private updates run and budget is being spent. If the run
+    # fails, the ledger must still charge it: the exact number of completed updates is
+    # not knowable (worker processes may have died mid-draw, and a trace is only
+    # returned on success), so the plan's whole cost -- the upper bound, checked against
+    # the budget just above -- is recorded, and the failure re-raised. The entries are
+    # built before anything is recorded, so nothing is recorded twice.
+    try:
+        idata = pm.sample(draws, model=working, step=steps, **kwargs)
+        entries = ledger_entries_from_stats(idata, plan.costs, ledger.neighbouring, plan)
+    except BaseException as failure:
+        _record_spent(ledger, _interrupted_entries(plan, ledger.neighbouring, failure))
+        raise
+    _record_spent(ledger, entries)
     return release(idata, ledger=ledger, model=working, sample_stats=DP_STATS, warmup_sample_stats=True)
+
+
+def _interrupted_entries(plan: GibbsPlan, neighbouring: str, failure: BaseException) -> list[LedgerEntry]:
+    """The plan's entries, marked as charged in full because the run failed with ``failure``.
+
+    Only the exception's type is recorded, never its message: messages can quote
+    data-dependent values (log densities, the point that failed), and ledgers get published.
+    """
+    out = []
+    for e in plan.entries(neighbouring):
+        details = {**e.details, "interrupted": type(failure).__name__, "charged": "planned"}
+        out.append(replace(e, assumptions=(*e.assumptions, INTERRUPTED_RUN), details=details))
+    return out
+
+
+def _record_spent(ledger: PrivacyLedger, entries: Sequence[LedgerEntry]) -> None:
+    """Record spends that have already happened: all of them, and without a second budget check.
+
+    The budget was checked before sampling on the plan's entries (``check_all``: all of
+    them together), and these charge the planned counts, so with the ledger as it was
+    then they fit. A spend that happened must never be left out of the ledger, so
+    recording cannot fail on the budget: should something else have charged the
+    ledger while the run went on, the entries are appended all the same and the ledger
+    shows the overspend. Every entry is validated before the first is appended.
+    """
+    for e in entries:
+        ledger._validate(e)
+    for e in entries:
+        ledger._append(e)
 
 
 def _check_user_step_model(step: Any, model: Any, working: Any) -> None:

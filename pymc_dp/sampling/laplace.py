@@ -1,4 +1,13 @@
-"""The Laplace route of ``pmdp.sample``: privatise the observed records once, then sample for free."""
+"""The Laplace route of ``pmdp.sample``: privatise the observed records once, then sample for free.
+
+The spend is the privatisation: each observed variable's statistics get their
+Laplace noise (through :func:`pymc_dp.privatize_model`), and each release is
+recorded in the ledger as its noise is drawn. ``pm.sample`` afterwards reads only
+those noisy statistics. So if ``pm.sample`` later raises, the entries stay: the
+noise was drawn and the statistics exist (the sampler may have exposed functions of
+them, e.g. in an error message) -- their cost is spent whether or not a trace comes
+back. Sampling failures cost nothing more, because sampling never reads the records.
+"""
 
 from __future__ import annotations
 
@@ -72,6 +81,8 @@ def sample_laplace(
         sampled_model = model
         ledger = _ledger_of_statistics(model, ledger)
 
+    # The privatisation entries are already in the ledger; a failure below leaves them
+    # there (the noise was drawn) and charges nothing more (module docstring).
     idata = pm.sample(draws, model=sampled_model, **pm_sample_kwargs)
     stats = idata.sample_stats if "sample_stats" in idata.groups() else None
     kept_stats = tuple(s for s in stats.data_vars if not s.startswith(_TIMING_STATS)) if stats is not None else ()

@@ -19,6 +19,15 @@ record's log-likelihood (:func:`pymc_dp.loglik_sensitivity`). The route
 Nothing else of the run is released: the rest of the chain, the sampler statistics
 (functions of the data-dependent density) and the tuning are not covered by the
 cost and stay with the curator.
+
+A run that fails is charged nothing. OPS spends budget only by releasing draws: the
+guarantee is a property of the released draw's distribution, and the chain that
+leads to it is curator-internal in every run (a successful run also reads the
+records thousands of times and charges only what it releases). So the entry is
+recorded after ``pm.sample`` has returned and the draws are chosen, immediately
+before the release; if sampling raises, the exception propagates, nothing is
+returned and nothing is recorded. (What stays private is the curator's to keep:
+neither the partial chain nor the exception's message may be published.)
 """
 
 from __future__ import annotations
@@ -203,7 +212,12 @@ def sample_ops(
     neighbouring: str | None,
     pm_sample_kwargs: Mapping[str, Any],
 ) -> Any:
-    """``pmdp.sample(method="ops")``: see :func:`pymc_dp.sample`."""
+    """``pmdp.sample(method="ops")``: see :func:`pymc_dp.sample`.
+
+    The ledger entry is recorded when the draws are released, after ``pm.sample`` has
+    returned; if sampling raises, nothing is released and nothing is recorded (module
+    docstring: an OPS run spends budget only through the draws it releases).
+    """
     import pymc as pm
 
     if epsilon is None:
@@ -236,6 +250,8 @@ def sample_ops(
     tempered = temper(clipped_model, plan.temperature, part=part)
     kwargs = dict(pm_sample_kwargs)
     kwargs["chains"] = chains
+    # Not in a try: a failed run releases nothing, so it spends nothing (module
+    # docstring). The spend is the release, recorded only once there is one.
     idata = pm.sample(draws, model=tempered, **kwargs)
     chosen = idata.isel(draw=list(plan.draw_indices))
     ledger.record(entry)

@@ -115,7 +115,9 @@ def fit_ops(
         The :class:`~pymc_dp.accounting.PrivacyLedger` to charge (required; its
         neighbouring relation must be ``"replace"``). The whole cost, ``chains``
         draws of ``2Δ/T``, is checked against its budget before sampling starts and
-        recorded only once sampling has succeeded.
+        recorded only once sampling has succeeded: if sampling raises, nothing is
+        released and nothing is recorded (OPS spends budget only through the draws
+        it releases; the chains are the curator's in every run).
     multiplier
         M > 1: the emission floors are ``a₀_d = 1/(M K_d)``.
     draws, tune
@@ -223,6 +225,9 @@ def fit_ops(
         transition_prior=transition_prior, temperature=temperature, floors=floors,
         random_seed=random_seed, progressbar=progressbar,
     )
+    # The spend is the release of the final draws, so it is recorded here, once they
+    # exist: a run that raises above releases nothing and charges nothing (the chains
+    # read the records in every run, successful or not, and are never released).
     final = idata.isel(draw=[-1])
     ledger.record(entry)
     free = [f"theta_{name}" for name in FEATURES] + ["transitions", "initial", "states"]
