@@ -35,6 +35,8 @@ from .sampling import sample
 from .step_methods import PrivateGibbs, PrivateMetropolis
 from .trace import attach_ledger, ledger, plot_ledger, release
 
+from . import audit  # noqa: E402 - last: it imports the layers it audits
+
 try:
     __version__ = _version("pymc-dp")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -55,6 +57,7 @@ __all__ = [
     "__version__",
     "amplify_by_subsampling",
     "attach_ledger",
+    "audit",
     "clip_loglik",
     "hellinger",
     "hellinger_mechanisms",

@@ -7,6 +7,7 @@
     pymc-dp demo [--preset P] [--epsilon E] [--states K] [--iterations N] [--output DIR] [--seed N]
     pymc-dp demo --example beta-bernoulli [--output DIR] [--seed N] [--draws N]
     pymc-dp bench heldout [--preset P ...] [--splits N] [--states K] [--epsilons E ...] [--output DIR] [--seed N]
+    pymc-dp audit [--only NAME ...] [--runs-scale S] [--noise {secure,seeded}] [--no-broken] [--seed N] [--output FILE]
 
 PyMC itself is imported only inside the subcommands that need it.
 """
@@ -36,7 +37,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``pymc-dp`` (subcommands ``ledger``, ``demo`` and ``bench``).
+    """The argument parser of ``pymc-dp`` (subcommands ``ledger``, ``demo``, ``bench`` and ``audit``).
 
     Returns
     -------
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Differential privacy for PyMC: inspect the privacy ledger of a saved trace, run the demo or a study.",
+        description="Differential privacy for PyMC: inspect the privacy ledger of a saved trace, run the demo or a study, or audit the mechanisms.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -108,6 +109,28 @@ def build_parser() -> argparse.ArgumentParser:
     p_heldout.add_argument("--output", default="bench_output", metavar="DIR", help="where to write the results (default: bench_output)")
     p_heldout.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the data, splits and noise (default 0)")
     p_heldout.set_defaults(func=_cmd_bench_heldout)
+
+    p_audit = sub.add_parser(
+        "audit",
+        help="empirically audit every mechanism and private step, and a broken twin of each",
+        description=(
+            "Run every mechanism and private step of pymc_dp many times on two neighbouring inputs and print a "
+            "Clopper-Pearson lower bound on its privacy loss next to the claimed epsilon. A bound above the claim is "
+            "a failed audit; each mechanism's broken twin (noise scale halved) must fail. Exit status 1 if a "
+            "mechanism fails or a broken twin is missed."
+        ),
+    )
+    p_audit.add_argument("--only", nargs="+", metavar="NAME", default=None, help="audit only these targets (names as in the table)")
+    p_audit.add_argument("--runs-scale", type=float, default=1.0, metavar="S", help="multiply every target's run count (default 1)")
+    p_audit.add_argument(
+        "--noise", choices=("secure", "seeded"), default="secure",
+        help="noise of the mechanisms: their default OpenDP source (secure, default) or a seeded NumPy generator (faster)",
+    )
+    p_audit.add_argument("--no-broken", action="store_true", help="skip the broken twins")
+    p_audit.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the auditor's generator (default 0)")
+    p_audit.add_argument("--confidence", type=float, default=0.99, metavar="C", help="confidence of the lower bounds (default 0.99)")
+    p_audit.add_argument("--output", default=None, metavar="FILE", help="also write the Markdown table to FILE")
+    p_audit.set_defaults(func=_cmd_audit)
     return parser
 
 
@@ -193,6 +216,42 @@ def _cmd_bench_heldout(args: argparse.Namespace) -> int:
     heldout.plot_heldout(summary, out / "heldout.png")
     print(table)
     print(f"results: {out}/heldout.md heldout.json heldout.png")
+    return 0
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    import time
+
+    from .audit.targets import TARGETS, format_audit_table, run_audits
+
+    names = [t.name for t in TARGETS]
+    unknown = [n for n in args.only or () if n not in names]
+    if unknown:
+        raise _CommandError(f"unknown target(s) {unknown}; the targets are: {', '.join(names)}")
+    if not args.runs_scale > 0:
+        raise _CommandError(f"--runs-scale must be > 0, got {args.runs_scale}")
+    if not 0.5 <= args.confidence < 1:
+        raise _CommandError(f"--confidence must lie in [0.5, 1), got {args.confidence}")
+    start = time.perf_counter()
+
+    def progress(result) -> None:
+        verdict = "pass" if result.passed else "FAIL"
+        print(f"  [{time.perf_counter() - start:6.0f} s] {result.name}: audited ε ≥ {result.epsilon_lower:.3f} "
+              f"(claimed {result.claimed_epsilon:.4g}) {verdict}", file=sys.stderr, flush=True)
+
+    results = run_audits(args.only, runs_scale=args.runs_scale, noise=args.noise, broken=not args.no_broken,
+                         seed=args.seed, confidence=args.confidence, progress=progress)
+    table = format_audit_table(results)
+    header = (f"Audit at {args.confidence:.0%} confidence, {args.noise} noise, seed {args.seed} "
+              f"({time.perf_counter() - start:.0f} s)")
+    print(header + "\n\n" + table)
+    if args.output:
+        Path(args.output).write_text(header + "\n\n" + table + "\n")
+    failed = [ok.name for ok, _ in results if not ok.passed]
+    missed = [bad.name for _, bad in results if bad is not None and bad.passed]
+    if failed or missed:
+        print(f"{PROG}: audit failed: {', '.join(failed + missed)}", file=sys.stderr)
+        return 1
     return 0
 
 

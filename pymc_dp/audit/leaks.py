@@ -1,0 +1,1024 @@
+"""Scan a released trace (or any released object) for traces of the private records.
+
+:func:`pymc_dp.release` builds what leaves the curator from a whitelist; this module
+checks the result from the other side: given the released object and the private
+records, it looks everywhere in the object for
+
+1. **raw-data groups** (``observed_data``, ``constant_data``, ``log_likelihood``,
+   ``predictions_constant_data``): their presence is a leak whatever they hold;
+2. **record values**: a record value with many digits (a non-integer float with
+   at least three significant digits) found exactly anywhere — in a variable, a
+   coordinate, an attribute, or a number inside a JSON string such as the ledger;
+3. **record sequences**: a run of consecutive records, in order, along any axis of
+   any array or coordinate (this catches integer and boolean records, whose single
+   values mean nothing), long enough not to occur by chance;
+4. **exact statistics**: sums, sums of squares, means, variances, extremes and
+   counts of the records that appear exactly although they should only have been
+   released through a mechanism (see :func:`scan_for_leaks` for where they are
+   looked for, and why).
+
+The scan is a test, not a proof: it finds data that was copied out, not data that was
+transformed (a sum plus one, a record times two). A clean report means none of the
+above was found. Numbers with few digits and runs of few-valued records are not
+evidence (they occur by chance in any release), so the checks leave them out; see
+:func:`scan_for_leaks` for the rules. The report says where each match is, never the
+matched value, so that it can be shared without repeating the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import types
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..trace import _compat
+
+__all__ = [
+    "scan_for_leaks",
+    "LeakReport",
+    "Leak",
+    "PrivacyLeakError",
+    "RAW_DATA_GROUPS",
+    "LEAK_KINDS",
+    "STATISTIC_KINDS",
+]
+
+#: Trace groups that hold the records (or per-record functions of them) by construction.
+RAW_DATA_GROUPS = ("observed_data", "constant_data", "log_likelihood", "predictions_constant_data")
+#: The kinds of :class:`Leak`.
+LEAK_KINDS = ("group", "value", "sequence", "statistic")
+#: The statistic kinds :func:`scan_for_leaks` computes (names usable in ``allow=``).
+STATISTIC_KINDS = ("sum", "sumsq", "mean", "var", "var_ddof1", "std", "std_ddof1", "min", "max", "count", "XtX", "Xty")
+
+_SAMPLE_DIMS = ("chain", "draw")
+_MAX_DISTINCT_FOR_COUNTS = 20
+_MAX_GRAM_COLUMNS = 20
+_MAX_DEPTH = 40
+#: Integer statistics up to this magnitude are not looked for (see _distinctive).
+_SMALL_INTEGER = 10
+#: Expected number of chance matches tolerated by the sequence check (see _record_lanes_by_run).
+_CHANCE = 1e-3
+_HASH_BASE = 0xD6E8FEB86659FD93  # odd
+_HASH_BASE_INV = pow(_HASH_BASE, -1, 2**64)
+_BITMAP_MASK = np.uint64(2**22 - 1)
+_FLOAT_TOKEN = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclasses.dataclass(frozen=True)
+class Leak:
+    """One finding of :func:`scan_for_leaks`.
+
+    Attributes
+    ----------
+    kind
+        ``"group"`` (a raw-data group or container), ``"value"`` (a record value),
+        ``"sequence"`` (a run of consecutive records) or ``"statistic"`` (an exact
+        statistic of the records).
+    where
+        Where it was found, as a path: ``posterior/mu_sum``, ``posterior/coords/obs_id``,
+        ``attrs/pymc_dp_ledger:entries[0].details.n``, ``entry.details.scale``.
+    detail
+        What was found there (which records or statistic, how many matches). Never
+        the matched value itself.
+    """
+
+    kind: str
+    where: str
+    detail: str
+
+
+class PrivacyLeakError(ValueError):
+    """A released object contains traces of the private records (see :attr:`leaks`)."""
+
+    def __init__(self, leaks: Sequence[Leak]) -> None:
+        self.leaks = tuple(leaks)
+        lines = [f"{len(self.leaks)} privacy leak(s) found in the released object:"]
+        lines += [f"  [{leak.kind}] {leak.where}: {leak.detail}" for leak in self.leaks]
+        super().__init__("\n".join(lines))
+
+
+@dataclasses.dataclass(frozen=True)
+class LeakReport:
+    """What :func:`scan_for_leaks` found.
+
+    The report has no truth value of its own (``if report:`` would be ambiguous: clean
+    or leaky?), so ``bool(report)`` raises :class:`TypeError`; use :attr:`clean` or
+    :meth:`raise_if_leaky`.
+
+    Attributes
+    ----------
+    leaks
+        Every finding, in the order the checks ran (groups, values, sequences,
+        statistics).
+    scanned
+        How many arrays, coordinates and attribute values were examined (a scan that
+        examined nothing proves nothing).
+    statistics
+        Names of the statistics that were looked for (after ``allow`` and the trivial
+        values were removed); empty when the statistic check was off.
+    """
+
+    leaks: tuple[Leak, ...] = ()
+    scanned: int = 0
+    statistics: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        """True when nothing was found."""
+        return not self.leaks
+
+    def by_kind(self, kind: str) -> tuple[Leak, ...]:
+        """The findings of one kind (one of :data:`LEAK_KINDS`)."""
+        if kind not in LEAK_KINDS:
+            raise ValueError(f"kind must be one of {LEAK_KINDS}, got {kind!r}.")
+        return tuple(leak for leak in self.leaks if leak.kind == kind)
+
+    def __bool__(self) -> bool:
+        raise TypeError("a LeakReport has no truth value (clean or leaky?); use report.clean or report.raise_if_leaky().")
+
+    def raise_if_leaky(self) -> None:
+        """Raise :class:`PrivacyLeakError` listing the findings, if there are any.
+
+        Raises
+        ------
+        PrivacyLeakError
+            If the report is not clean.
+        """
+        if self.leaks:
+            raise PrivacyLeakError(self.leaks)
+
+    def __str__(self) -> str:
+        head = f"Leak scan: {self.scanned} items examined, {len(self.statistics)} statistics looked for"
+        if not self.leaks:
+            return head + " - clean (no leak found)."
+        rows = [("kind", "where", "detail")] + [(lk.kind, lk.where, lk.detail) for lk in self.leaks]
+        w0 = max(len(r[0]) for r in rows)
+        w1 = min(max(len(r[1]) for r in rows), 60)
+        lines = [head + f" - {len(self.leaks)} LEAK(S):"]
+        for i, (a, b, c) in enumerate(rows):
+            lines.append(f"  {a:<{w0}}  {b:<{w1}}  {c}")
+            if i == 0:
+                lines.append(f"  {'-' * w0}  {'-' * w1}  {'-' * 6}")
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclasses.dataclass
+class _Record:
+    name: str
+    values: np.ndarray  # float64, finite, ndim >= 1
+
+
+def _check_records(records: Any) -> list[_Record]:
+    if isinstance(records, (str, bytes)) or records is None:
+        raise TypeError(
+            "records must be an array of the private records or a mapping name -> array, "
+            f"got {type(records).__name__}."
+        )
+    if isinstance(records, Mapping):
+        if not records:
+            raise ValueError("records is an empty mapping: pass at least one array of private records.")
+        items = [(str(k), v) for k, v in records.items()]
+    else:
+        items = [("records", records)]
+    out = []
+    for name, value in items:
+        label = "records" if len(items) == 1 and name == "records" else f"records[{name!r}]"
+        if isinstance(value, (str, bytes)) or value is None:
+            raise TypeError(f"{label} must be an array of numbers, got {type(value).__name__}.")
+        try:
+            arr = np.asarray(value)
+        except Exception as err:  # pragma: no cover - exotic inputs
+            raise TypeError(f"{label} cannot be read as an array: {err}") from None
+        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+            raise TypeError(f"{label} must hold numbers (int, float or bool), got dtype {arr.dtype}.")
+        if np.iscomplexobj(arr):
+            raise TypeError(f"{label} must hold real numbers, got dtype {arr.dtype}.")
+        if arr.ndim == 0:
+            raise ValueError(f"{label} must be an array of records (at least 1-D), got a scalar.")
+        if arr.size == 0:
+            raise ValueError(f"{label} is empty: there are no records to look for.")
+        arr = arr.astype(np.float64)
+        if np.isnan(arr).any():
+            raise ValueError(f"{label} contains NaN: pass the records as they are, without missing values.")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{label} contains infinite values.")
+        out.append(_Record(name, arr + 0.0))  # + 0.0 turns -0.0 into 0.0
+    return out
+
+
+def _stat_entries(rec: _Record) -> list[tuple[str, str, float]]:
+    """``(full name, kind, value)`` of the statistics of one record array."""
+    out: list[tuple[str, str, float]] = []
+
+    def one(prefix: str, x: np.ndarray) -> None:
+        n = x.size
+        out.append((f"{prefix}.sum", "sum", float(x.sum())))
+        out.append((f"{prefix}.sumsq", "sumsq", float((x * x).sum())))
+        out.append((f"{prefix}.mean", "mean", float(x.mean())))
+        out.append((f"{prefix}.var", "var", float(x.var())))
+        out.append((f"{prefix}.std", "std", float(x.std())))
+        if n > 1:
+            out.append((f"{prefix}.var_ddof1", "var_ddof1", float(x.var(ddof=1))))
+            out.append((f"{prefix}.std_ddof1", "std_ddof1", float(x.std(ddof=1))))
+        out.append((f"{prefix}.min", "min", float(x.min())))
+        out.append((f"{prefix}.max", "max", float(x.max())))
+        distinct, counts = np.unique(x, return_counts=True)
+        if distinct.size <= _MAX_DISTINCT_FOR_COUNTS:
+            for v, c in zip(distinct, counts):
+                out.append((f"{prefix}.count[{v:g}]", "count", float(c)))
+
+    v = rec.values
+    if v.ndim == 2 and v.shape[1] > 1:
+        one(rec.name, v.ravel())
+        for j in range(v.shape[1]):
+            one(f"{rec.name}[:,{j}]", v[:, j])
+        if v.shape[1] <= _MAX_GRAM_COLUMNS:
+            gram = v.T @ v
+            for i in range(v.shape[1]):
+                for j in range(i, v.shape[1]):
+                    out.append((f"{rec.name}.XtX[{i},{j}]", "XtX", float(gram[i, j])))
+    else:
+        one(rec.name, v.ravel())
+    return out
+
+
+def _cross_products(recs: list[_Record]) -> list[tuple[str, str, float]]:
+    out = []
+    for X in recs:
+        if X.values.ndim != 2 or X.values.shape[1] > _MAX_GRAM_COLUMNS:
+            continue
+        for y in recs:
+            if y is X or y.values.ndim != 1 or y.values.shape[0] != X.values.shape[0]:
+                continue
+            xty = X.values.T @ y.values
+            out += [(f"{X.name}^T{y.name}[{j}]", "Xty", float(xty[j])) for j in range(xty.size)]
+    return out
+
+
+def _is_trivial(value: float, public: set[float], rtol: float) -> bool:
+    return any(abs(value - p) <= rtol * max(abs(p), 1e-300) or value == p for p in public)
+
+
+def _statistics(
+    recs: list[_Record], allow: tuple[str, ...], rtol: float, sizes: Iterable[int] = ()
+) -> list[tuple[str, float]]:
+    """Statistics to look for: ``(names joined by ' = ', value)`` sorted by value."""
+    entries = [e for rec in recs for e in _stat_entries(rec)] + _cross_products(recs)
+    known = {name for name, _, _ in entries} | {kind for _, kind, _ in entries} | set(STATISTIC_KINDS)
+    unknown = [a for a in allow if a not in known and not any(_family(n) == a for n, _, _ in entries)]
+    if unknown:
+        raise ValueError(
+            f"allow names statistics that are not computed for these records: {unknown}. Use a full name such as "
+            f"{entries[0][0]!r}, or a kind from {STATISTIC_KINDS}."
+        )
+    public = {0.0, 1.0} | {float(r.values.shape[0]) for r in recs} | {float(n) for n in sizes}
+    by_value: dict[float, list[str]] = {}
+    for name, kind, value in entries:
+        if name in allow or kind in allow or _family(name) in allow:
+            continue
+        if not math.isfinite(value) or _is_trivial(value, public, rtol) or not _distinctive(value):
+            continue
+        by_value.setdefault(value, []).append(name)
+    return sorted(((" = ".join(names), value) for value, names in by_value.items()), key=lambda t: t[1])
+
+
+def _short_decimal(values: np.ndarray) -> np.ndarray:
+    """True where a non-zero value has at most two significant digits (0.5, 2.5, 1e-06, 300)."""
+    v = np.asarray(values, dtype=np.float64)
+    out = np.zeros(v.shape, dtype=bool)
+    nz = (v != 0) & np.isfinite(v)
+    scale = 10.0 ** (np.floor(np.log10(np.abs(v[nz]))) - 1)
+    out[nz] = np.abs(np.round(v[nz] / scale) * scale - v[nz]) <= 1e-12 * np.abs(v[nz])
+    return out
+
+
+def _distinctive(value: float) -> bool:
+    """False for the numbers that releases carry as settings: integers of magnitude <= 10
+    (chains, states, a count of entries), round integers of one significant digit
+    (20, 500, 1000 draws) and non-integers of at most two significant digits
+    (epsilon = 0.5, a scale of 2.5, delta = 1e-06)."""
+    if value == round(value):
+        if abs(value) <= _SMALL_INTEGER:
+            return False
+        digits = str(int(abs(value))).rstrip("0")
+        return len(digits) > 1
+    return not bool(_short_decimal(np.array([value]))[0])
+
+
+def _family(name: str) -> str:
+    """``y[:,0].count[1]`` -> ``y[:,0].count``: a statistic without its index."""
+    return name[: name.rindex("[")] if name.endswith("]") else name
+
+
+# --------------------------------------------------------------------------- walking the released object
+
+
+@dataclasses.dataclass
+class _Item:
+    path: str
+    values: np.ndarray  # float64 canonical (-0.0 -> 0.0), NaN allowed
+    role: str  # "data", "coord", "attr"
+    dims: tuple[str, ...] | None = None
+
+
+@dataclasses.dataclass
+class _Walk:
+    items: list[_Item] = dataclasses.field(default_factory=list)
+    groups: list[Leak] = dataclasses.field(default_factory=list)
+    seen: set[int] = dataclasses.field(default_factory=set)
+    sizes: set[int] = dataclasses.field(default_factory=set)
+    strings: dict[str, list[tuple[str, np.ndarray]]] = dataclasses.field(default_factory=dict)
+
+
+def _numeric(arr: np.ndarray) -> np.ndarray | None:
+    if arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating):
+        return arr.astype(np.float64) + 0.0
+    return None
+
+
+def _is_index(values: np.ndarray) -> bool:
+    """A default index coordinate (0, 1, ..., n-1): determined by the length alone."""
+    return values.ndim == 1 and values.size > 0 and np.array_equal(values, np.arange(values.size))
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}/{key}" if path else key
+
+
+def _add_array(walk: _Walk, path: str, value: Any, role: str, dims: tuple[str, ...] | None = None) -> None:
+    arr = np.asarray(value)
+    walk.sizes.update(arr.shape)
+    num = _numeric(arr)
+    if num is not None:
+        if role == "coord" and _is_index(num):
+            return
+        walk.items.append(_Item(path, num, role, dims))
+        return
+    if arr.dtype.kind in "US":
+        for idx, s in np.ndenumerate(arr):
+            _add_string(walk, f"{path}[{','.join(map(str, idx))}]" if arr.ndim else path, str(s))
+        return
+    if arr.dtype == object:
+        for idx, elem in np.ndenumerate(arr):
+            _walk(walk, elem, f"{path}[{','.join(map(str, idx))}]" if arr.ndim else path, role, depth=1)
+    # datetimes, complex numbers and the like carry no record values: skipped
+
+
+def _add_string(walk: _Walk, path: str, text: str) -> None:
+    """Numbers in a string: a JSON document's numbers (walked), the whole string as a number,
+    or float-looking tokens in free text. They count as attributes (metadata, not draws)."""
+    text = text.strip()
+    if not text:
+        return
+    if text in walk.strings:
+        found = walk.strings[text]
+    else:
+        found = []
+        parsed: Any = None
+        if text[0] in "[{":
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+        if parsed is not None:
+            sub = _Walk(seen=set(), strings=walk.strings)
+            _walk(sub, parsed, "", "attr", depth=1)
+            found = [(it.path, it.values) for it in sub.items]
+            walk.groups.extend(dataclasses.replace(g, where=f"{path}:{g.where}") for g in sub.groups)
+        else:
+            try:
+                number = float(text)
+            except ValueError:
+                tokens = [float(t) for t in _FLOAT_TOKEN.findall(text)]
+                if tokens:
+                    found = [("(text)", np.asarray(tokens, dtype=np.float64))]
+            else:
+                found = [("", np.asarray(number, dtype=np.float64) + 0.0)]
+        walk.strings[text] = found
+    for sub_path, values in found:
+        where = f"{path}:{sub_path.replace('/', '.')}" if sub_path else path
+        walk.items.append(_Item(where, values, "attr"))
+
+
+def _walk_attrs(walk: _Walk, attrs: Mapping[str, Any], path: str, depth: int) -> None:
+    for key, value in attrs.items():
+        _walk(walk, value, _join(path, f"attrs/{key}"), "attr", depth + 1)
+
+
+def _walk_dataset(walk: _Walk, ds: xr.Dataset, path: str, depth: int) -> None:
+    walk.sizes.update(int(n) for n in ds.sizes.values())
+    for name in ds.coords:
+        coord = ds.coords[name]
+        _add_array(walk, _join(path, f"coords/{name}"), coord.values, "coord", tuple(map(str, coord.dims)))
+        _walk_attrs(walk, coord.attrs, _join(path, f"coords/{name}"), depth)
+    for name in ds.data_vars:
+        da = ds[name]
+        _add_array(walk, _join(path, str(name)), da.values, "data", tuple(map(str, da.dims)))
+        _walk_attrs(walk, da.attrs, _join(path, str(name)), depth)
+    _walk_attrs(walk, ds.attrs, path, depth)
+
+
+def _flag_group(walk: _Walk, name: str, path: str) -> None:
+    if name in RAW_DATA_GROUPS:
+        detail = f"the {name!r} group holds the records (or per-record values) by construction"
+        walk.groups.append(Leak("group", path, detail))
+
+
+def _walk_trace(walk: _Walk, obj: Any, path: str, depth: int) -> None:
+    for name in _compat.group_names(obj):
+        gpath = _join(path, name)
+        _flag_group(walk, name, gpath)
+        ds = _compat.get_group(obj, name)
+        if ds is not None:
+            _walk_dataset(walk, ds, gpath, depth + 1)
+        node = obj[name] if _compat._is_datatree(obj) else None
+        if node is not None and getattr(node, "children", None):  # deeper DataTree levels
+            for child in node.children:
+                _walk_trace_node(walk, node[child], _join(gpath, str(child)), depth + 1)
+    if _compat._is_datatree(obj):  # variables stored on the root node itself
+        try:
+            root = obj.to_dataset(inherit=False)
+        except TypeError:  # pragma: no cover - older xarray
+            root = obj.to_dataset()
+        root = root.copy()
+        root.attrs = {}  # the top-level attrs are walked below
+        _walk_dataset(walk, root, path, depth + 1)
+    _walk_attrs(walk, _compat.get_attrs(obj), path, depth)
+
+
+def _walk_trace_node(walk: _Walk, node: Any, path: str, depth: int) -> None:
+    _flag_group(walk, str(node.name), path)
+    _walk_dataset(walk, node.to_dataset(), path, depth + 1)
+    for child in node.children:
+        _walk_trace_node(walk, node[child], _join(path, str(child)), depth + 1)
+
+
+def _is_pymc_model(obj: Any) -> bool:
+    cls = type(obj)
+    return any(c.__name__ == "Model" and c.__module__.startswith("pymc") for c in cls.__mro__)
+
+
+def _walk(walk: _Walk, obj: Any, path: str, role: str, depth: int) -> None:
+    if depth > _MAX_DEPTH or obj is None:
+        return
+    if isinstance(obj, (bool, int, float, np.number, np.bool_)):
+        if isinstance(obj, int) and not isinstance(obj, bool):
+            try:
+                obj = float(obj)
+            except OverflowError:  # an integer beyond float range equals no record
+                return
+        _add_array(walk, path, obj, role)
+        return
+    if isinstance(obj, bytes):
+        try:
+            obj = obj.decode("utf-8")
+        except UnicodeDecodeError:
+            return
+    if isinstance(obj, str):
+        _add_string(walk, path, obj)
+        return
+    if isinstance(obj, np.ndarray):
+        _add_array(walk, path, obj, role)
+        return
+    oid = id(obj)
+    if oid in walk.seen:
+        return
+    walk.seen.add(oid)
+    if _compat.is_trace(obj):
+        _walk_trace(walk, obj, path, depth)
+    elif isinstance(obj, xr.Dataset):
+        _walk_dataset(walk, obj, path, depth)
+    elif isinstance(obj, xr.DataArray):
+        _add_array(walk, path or str(obj.name), obj.values, "data", tuple(map(str, obj.dims)))
+        for name in obj.coords:
+            _add_array(walk, _join(path, f"coords/{name}"), obj.coords[name].values, "coord")
+        _walk_attrs(walk, obj.attrs, path, depth)
+    elif _is_pymc_model(obj):
+        detail = "a pymc.Model object: it holds the observed and constant data"
+        walk.groups.append(Leak("group", path or "(object)", detail))
+    elif isinstance(obj, Mapping):
+        for key, value in obj.items():
+            key_s = str(key)
+            _flag_group(walk, key_s, _join(path, key_s))
+            if isinstance(key, (int, float, np.number)) and not isinstance(key, bool):
+                _add_array(walk, _join(path, f"<key {key_s}>"), key, role)
+            _walk(walk, value, _join(path, key_s), role, depth + 1)
+    elif isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
+        for field in obj._fields:
+            _walk(walk, getattr(obj, field), _join(path, field), role, depth + 1)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        seq = list(obj) if not isinstance(obj, (set, frozenset)) else sorted(obj, key=repr)
+        if seq and all(isinstance(v, (int, float, np.number)) for v in seq):
+            _add_array(walk, path, np.asarray(seq), role)
+        else:
+            for i, value in enumerate(seq):
+                _walk(walk, value, f"{path}[{i}]", role, depth + 1)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            _walk(walk, getattr(obj, f.name), _join(path, f.name), role, depth + 1)
+    elif hasattr(obj, "columns") and hasattr(obj, "to_numpy") and hasattr(obj, "index"):  # pandas DataFrame
+        for col in obj.columns:
+            _add_array(walk, _join(path, str(col)), obj[col].to_numpy(), "data")
+        _add_array(walk, _join(path, "index"), np.asarray(obj.index), "coord")
+    elif hasattr(obj, "to_numpy") and hasattr(obj, "index"):  # pandas Series
+        _add_array(walk, path, obj.to_numpy(), "data")
+        _add_array(walk, _join(path, "index"), np.asarray(obj.index), "coord")
+    elif callable(getattr(obj, "to_dict", None)) and not isinstance(obj, type):
+        try:
+            content = obj.to_dict()
+        except Exception:
+            content = None
+        if content is not None:
+            _walk(walk, content, path, role, depth + 1)
+        elif hasattr(obj, "__dict__"):
+            _walk(walk, vars(obj), path, role, depth + 1)
+    elif hasattr(obj, "__dict__") and not callable(obj) and not isinstance(obj, types.ModuleType):
+        _walk(walk, vars(obj), path, role, depth + 1)
+
+
+def _check_released(released: Any) -> None:
+    containers = (Mapping, Sequence, np.ndarray, xr.Dataset, xr.DataArray)
+    ok = _compat.is_trace(released) or isinstance(released, containers)
+    if not ok and not isinstance(released, (str, bytes, bool, int, float, complex, np.generic, type)):
+        ok = released is not None and not callable(released)
+        ok = ok and (dataclasses.is_dataclass(released) or hasattr(released, "__dict__"))
+    if not ok or isinstance(released, (str, bytes)):
+        raise TypeError(
+            "released must be the released object: an arviz.InferenceData / xarray.DataTree, an xarray Dataset, "
+            "a mapping, a namedtuple (e.g. PosteriorRelease) or another object with fields; "
+            f"got {type(released).__name__}."
+        )
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def _mix(bits: np.ndarray) -> np.ndarray:
+    x = bits ^ (bits >> np.uint64(31))
+    x = x * np.uint64(0x9E3779B97F4A7C15)
+    return x ^ (x >> np.uint64(29))
+
+
+def _powers(base: int, n: int) -> np.ndarray:
+    p = np.full(n, base, dtype=np.uint64)
+    p[0] = 1
+    return np.cumprod(p, dtype=np.uint64)  # wraps modulo 2**64
+
+
+def _window_hashes(lanes: np.ndarray, m: int) -> np.ndarray:
+    """Rolling hash of every length-``m`` window of every row of ``lanes`` (float64).
+
+    ``sum_j mix(x[s+j]) B**j`` modulo 2**64, computed for all ``s`` at once from prefix
+    sums of ``mix(x[k]) B**k`` multiplied by ``B**-s`` (B odd, so invertible): the cost
+    does not grow with ``m``.
+    """
+    n, length = lanes.shape
+    width = length - m + 1
+    terms = _mix(np.ascontiguousarray(lanes).view(np.uint64)) * _powers(_HASH_BASE, length)
+    prefix = np.zeros((n, length + 1), dtype=np.uint64)
+    np.cumsum(terms, axis=1, dtype=np.uint64, out=prefix[:, 1:])
+    return (prefix[:, m:] - prefix[:, :width]) * _powers(_HASH_BASE_INV, width)
+
+
+def _lanes(values: np.ndarray, m: int) -> Iterator[tuple[int, np.ndarray]]:
+    for axis in range(values.ndim):
+        length = values.shape[axis]
+        if length >= m:
+            yield axis, np.ascontiguousarray(np.moveaxis(values, axis, -1)).reshape(-1, length)
+
+
+@dataclasses.dataclass
+class _RecordWindows:
+    hashes: np.ndarray  # sorted
+    bitmap: np.ndarray  # bool, indexed by the low bits of a hash
+    origin: np.ndarray  # (n, 4): record index, axis, lane, start
+    lanes: dict[tuple[int, int], np.ndarray]
+
+
+def _lane_collision(lanes: np.ndarray) -> np.ndarray:
+    """Per row of ``lanes``, the probability that two of its values drawn at random are equal."""
+    n, length = lanes.shape
+    srt = np.sort(lanes, axis=1)
+    new = np.ones((n, length), dtype=bool)
+    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    starts = np.flatnonzero(new.ravel())  # every row starts a run, so runs never cross rows
+    runs = np.diff(np.append(starts, n * length)).astype(np.float64)
+    return np.bincount(starts // length, weights=runs * runs, minlength=n) / float(length) ** 2
+
+
+def _run_grid(needed: np.ndarray, min_run: int) -> np.ndarray:
+    """Round run lengths up to a grid (min_run × 1.1^k), so that few lengths are searched."""
+    k = np.ceil(np.log(np.maximum(needed, min_run) / min_run) / math.log(1.1) - 1e-9)
+    return np.ceil(min_run * 1.1 ** np.maximum(k, 0) - 1e-9).astype(np.int64)
+
+
+def _record_lanes_by_run(
+    recs: list[_Record], min_run: int, released_windows: int
+) -> dict[int, list[tuple[int, int, np.ndarray]]]:
+    """``{run length: [(record index, axis, lane indices)]}``.
+
+    Each lane (1-D slice along one axis) of each record array gets its own run length:
+    ``min_run``, lengthened until chance matches are rare. If two values of the lane
+    coincide with probability ``q`` (sum of its squared value frequencies), a given
+    alignment of a run of length ``m`` matches an unrelated array with probability
+    about ``q**m``; ``released_windows × record_windows`` alignments are tried, so
+    ``m`` is made large enough for the expected number of chance matches to be at most
+    :data:`_CHANCE`. A lane shorter than that is not searched: even a complete copy of
+    it could be a coincidence (a few 0/1 records, a row of 5 small counts).
+    """
+    record_windows = sum(rec.values.size * rec.values.ndim for rec in recs)
+    log_trials = math.log(max(released_windows, 1) * record_windows / _CHANCE)
+    out: dict[int, list[tuple[int, int, np.ndarray]]] = {}
+    for r, rec in enumerate(recs):
+        for axis in range(rec.values.ndim):
+            length = rec.values.shape[axis]
+            if length < 2:
+                continue
+            lanes = np.moveaxis(rec.values, axis, -1).reshape(-1, length)
+            q = _lane_collision(lanes)
+            with np.errstate(divide="ignore"):
+                needed = np.where(q < 1.0, log_trials / -np.log(np.minimum(q, 1.0 - 1e-16)), np.inf)
+            runs = _run_grid(np.minimum(needed, 10.0 * length), min_run)
+            runs[runs > length] = 0
+            for m in np.unique(runs[runs > 0]):
+                out.setdefault(int(m), []).append((r, axis, np.flatnonzero(runs == m)))
+    return out
+
+
+def _record_windows(recs: list[_Record], lanes_of: list[tuple[int, int, np.ndarray]], m: int) -> _RecordWindows | None:
+    hashes, origins, lanes_by = [], [], {}
+    for r, axis, lane_ids in lanes_of:
+        length = recs[r].values.shape[axis]
+        all_lanes = np.ascontiguousarray(np.moveaxis(recs[r].values, axis, -1)).reshape(-1, length)
+        lanes = all_lanes[lane_ids]
+        windows = sliding_window_view(lanes, m, axis=1)  # (lanes, width, m)
+        # A window must change value at least twice: constant stretches and single
+        # steps (0,0,...,0,1) appear in any flag array, sorted column or sticky
+        # latent path, so they are no evidence of a copy.
+        changes = (windows[..., 1:] != windows[..., :-1]).sum(axis=-1)
+        keep = changes >= 2
+        if not keep.any():
+            continue
+        h = _window_hashes(lanes, m)
+        row, start = np.nonzero(keep)
+        hashes.append(h[row, start])
+        origins.append(np.column_stack([np.full(row.size, r), np.full(row.size, axis), lane_ids[row], start]))
+        lanes_by[(r, axis)] = all_lanes
+    if not hashes:
+        return None
+    all_h = np.concatenate(hashes)
+    order = np.argsort(all_h, kind="stable")
+    bitmap = np.zeros(int(_BITMAP_MASK) + 1, dtype=bool)
+    bitmap[(all_h & _BITMAP_MASK).astype(np.intp)] = True
+    return _RecordWindows(all_h[order], bitmap, np.concatenate(origins)[order], lanes_by)
+
+
+def _fmt_index(shape: tuple[int, ...], flat: int) -> str:
+    return str(tuple(int(i) for i in np.unravel_index(flat, shape))) if len(shape) > 1 else str(int(flat))
+
+
+def _check_values(items: list[_Item], recs: list[_Record]) -> list[Leak]:
+    per_record = []
+    for rec in recs:
+        v = np.unique(rec.values.ravel())
+        v = v[(v != np.round(v)) & ~_short_decimal(v)]
+        if v.size:
+            per_record.append((rec.name, v))
+    if not per_record:
+        return []
+    union = np.unique(np.concatenate([v for _, v in per_record]))
+    leaks = []
+    for it in items:
+        flat = it.values.ravel()
+        if flat.size == 0:
+            continue
+        pos = np.searchsorted(union, flat).clip(0, union.size - 1)
+        hit = union[pos] == flat
+        if not hit.any():
+            continue
+        where_hit = np.flatnonzero(hit)
+        names = [name for name, v in per_record if np.isin(flat[where_hit], v).any()]
+        leaks.append(
+            Leak(
+                "value",
+                it.path,
+                f"{where_hit.size} value(s) equal to a record of {', '.join(map(repr, names))} "
+                f"(first at index {_fmt_index(it.values.shape, int(where_hit[0]))})",
+            )
+        )
+    return leaks
+
+
+def _check_sequences(items: list[_Item], recs: list[_Record], min_run: int) -> list[Leak]:
+    released_windows = sum(
+        it.values.size * sum(1 for n in it.values.shape if n >= min_run) for it in items if it.values.ndim
+    )
+    by_run = _record_lanes_by_run(recs, min_run, released_windows)
+    if not by_run:
+        return []
+    leaks: list[Leak] = []
+    for m, lanes_of in sorted(by_run.items()):
+        # Which released values are values of these records at all: a window can match
+        # only where all its values are (continuous draws are skipped without hashing).
+        values = np.unique(np.concatenate([recs[r].values.ravel() for r in {r for r, _, _ in lanes_of}]))
+        masked = []
+        for it in items:
+            if it.values.ndim and it.values.size:
+                pos = np.searchsorted(values, it.values).clip(0, values.size - 1)
+                mask = values[pos] == it.values
+                if mask.any():
+                    masked.append((it, mask))
+        done = {lk.where for lk in leaks}
+        leaks += [lk for lk in _check_sequences_of_length(masked, recs, lanes_of, m) if lk.where not in done]
+    return leaks
+
+
+def _check_sequences_of_length(
+    items: list[tuple[_Item, np.ndarray]], recs: list[_Record], lanes_of: list[tuple[int, int, np.ndarray]], m: int
+) -> list[Leak]:
+    table = _record_windows(recs, lanes_of, m)
+    if table is None:
+        return []
+    leaks = []
+    for it, mask in items:
+        for axis, lanes in _lanes(it.values, m):
+            length = lanes.shape[1]
+            inside = np.moveaxis(mask, axis, -1).reshape(-1, length)
+            counts = np.zeros((inside.shape[0], length + 1), dtype=np.int64)
+            np.cumsum(inside, axis=1, out=counts[:, 1:])
+            full = (counts[:, m:] - counts[:, : length - m + 1]) == m  # windows made of record values only
+            rows = np.flatnonzero(full.any(axis=1))
+            if rows.size == 0:
+                continue
+            h = _window_hashes(lanes[rows], m).ravel()
+            # A bitmap of the table's low hash bits rules out almost every window at once.
+            hit = table.bitmap[(h & _BITMAP_MASK).astype(np.intp)] & full[rows].ravel()
+            cand = np.flatnonzero(hit)
+            if cand.size == 0:
+                continue
+            pos = np.searchsorted(table.hashes, h[cand]).clip(0, table.hashes.size - 1)
+            keep = table.hashes[pos] == h[cand]
+            cand, pos = cand[keep], pos[keep]
+            if cand.size == 0:
+                continue
+            width = length - m + 1
+            first = None
+            for c, j in zip(cand[:64], pos[:64]):  # verify (a 64-bit hash collision is all but impossible)
+                sub, start = divmod(int(c), width)
+                lane = int(rows[sub])
+                window = lanes[lane, start : start + m]
+                j = int(j)
+                while first is None and j < table.hashes.size and table.hashes[j] == h[c]:
+                    r, raxis, rlane, rstart = (int(x) for x in table.origin[j])
+                    if np.array_equal(window, table.lanes[(r, raxis)][rlane, rstart : rstart + m]):
+                        first = (start, r, raxis, rstart)
+                    j += 1
+                if first is not None:
+                    break
+            if first is None:
+                continue
+            start, r, raxis, rstart = first
+            dim = it.dims[axis] if it.dims and axis < len(it.dims) else f"axis {axis}"
+            of = "" if len(recs) == 1 and recs[r].name == "records" else f" of {recs[r].name!r}"
+            of += f" (along its axis {raxis})" if recs[r].values.ndim > 1 else ""
+            leaks.append(
+                Leak(
+                    "sequence",
+                    it.path,
+                    f"{cand.size} run(s) of {m} consecutive records{of} along {dim!r} "
+                    f"(e.g. records {rstart}..{rstart + m - 1} at position {start})",
+                )
+            )
+            break  # one finding per array is enough
+    return leaks
+
+
+def _candidates(it: _Item) -> np.ndarray:
+    """The values of an item that may hold an exact statistic (see scan_for_leaks)."""
+    v = it.values
+    if it.role == "coord":
+        if it.dims and len(it.dims) == 1 and it.dims[0] in _SAMPLE_DIMS:
+            return np.empty(0)
+        return v.ravel()
+    if it.role == "data" and it.dims and v.ndim == len(it.dims):
+        axes = tuple(i for i, d in enumerate(it.dims) if d in _SAMPLE_DIMS)
+        if axes and v.size:
+            first = v[tuple(slice(0, 1) if i in axes else slice(None) for i in range(v.ndim))]
+            const = np.all(v == first, axis=axes)  # NaN never counts as constant
+            return np.squeeze(first, axis=axes)[const].ravel()
+    return v.ravel()
+
+
+def _check_statistics(items: list[_Item], stats: list[tuple[str, float]], rtol: float) -> list[Leak]:
+    if not stats:
+        return []
+    values = np.array([v for _, v in stats])
+    leaks = []
+    for it in items:
+        cand = _candidates(it)
+        cand = cand[np.isfinite(cand)]
+        if cand.size == 0:
+            continue
+        cand = np.unique(cand)
+        tol = 2.0 * rtol * np.abs(cand) + 1e-300
+        lo = np.searchsorted(values, cand - tol, side="left")
+        hi = np.searchsorted(values, cand + tol, side="right")
+        matched: list[str] = []
+        for c, a, b in zip(cand[hi > lo], lo[hi > lo], hi[hi > lo]):
+            for k in range(a, b):
+                s = values[k]
+                if abs(c - s) <= rtol * abs(s) or c == s:
+                    matched.append(stats[k][0])
+        if matched:
+            matched = list(dict.fromkeys(matched))
+            leaks.append(Leak("statistic", it.path, "equals the exact statistic " + "; ".join(matched)))
+    return leaks
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def scan_for_leaks(
+    released: Any,
+    records: Any,
+    *,
+    statistics: bool | str = "auto",
+    allow: str | Iterable[str] = (),
+    min_run: int = 8,
+    rtol: float = 1e-12,
+) -> LeakReport:
+    """Look for the private records, or exact statistics of them, anywhere in a released object.
+
+    Every group, data variable, coordinate and attribute (trace-level, group-level and
+    variable-level) is searched, and numbers inside strings too: a JSON document (the
+    ``pymc_dp_ledger`` attribute, the ``privacy/ledger`` variable) is parsed and its
+    numbers checked one by one; a string that is a number is read as one; free text
+    contributes its decimal-point numbers (``12.5``, ``1e-3``; not plain integers such
+    as years in a timestamp). Four checks run:
+
+    1. **group** — a raw-data group (:data:`RAW_DATA_GROUPS`: ``observed_data``,
+       ``constant_data``, ``log_likelihood``, ``predictions_constant_data``), at any
+       level or as a mapping key, or a ``pymc.Model`` object, is a leak by its mere
+       presence.
+    2. **value** — for records with many-digit values (non-integer floats with at
+       least three significant digits), any single record value found exactly (float
+       equality; numbers in strings compared as parsed floats). Integer-valued records
+       and short decimals (``2.5``) are left to the next check: a single 3 or 2.5
+       means nothing.
+    3. **sequence** — a run of consecutive records (along any axis of a record
+       array), in order, found along any axis of any array, coordinate or number list.
+       The run has ``min_run`` records, or more when the records have few distinct
+       values: if two values of a record lane coincide with probability ``q`` (the
+       sum of its squared value frequencies), an unrelated run of length ``m`` matches
+       with probability about ``q**m``, and the run is lengthened until the expected
+       number of chance matches over all positions compared is below 1/1000 (0/1
+       records need ~30-60, many-digit floats stay at ``min_run``). A record lane
+       shorter than that is not searched: even a whole copy of it could be chance.
+       A run must also change value at least twice: constant runs and single steps
+       (``0, 0, ..., 0, 1``) appear in every flag array, sorted column and sticky
+       latent path.
+    4. **statistic** — exact statistics of each record array (``sum``, ``sumsq``,
+       ``mean``, ``var``/``std`` with ddof 0 and 1 (``var_ddof1``...), ``min``,
+       ``max``, and ``count[v]`` of each distinct value when there are at most 20;
+       for a 2-D array ``X`` the same over all entries and per column
+       (``X[:,j].sum``...) and the Gram matrix ``X.XtX[i,j]``; for a 2-D ``X`` and a
+       1-D ``y`` of the same length in ``records``, ``X^Ty[j]``) matched with
+       relative tolerance ``rtol``.
+
+    **Where statistics are looked for, and why.** Posterior draws are real numbers
+    that wander over a continuum and index coordinates run through every small
+    integer, so matching every number of a trace against a list of statistics would
+    raise false alarms. A statistic is therefore looked for only
+
+    (a) in attributes (including numbers parsed out of strings anywhere: they are
+        metadata, not draws);
+    (b) in coordinates other than ``chain`` and ``draw``, except default index
+        coordinates ``0, 1, ..., n-1`` (those are set by a dimension's length alone);
+    (c) in data values that are constant across the ``chain`` and ``draw``
+        dimensions of their variable — a leaked statistic or a Deterministic of the
+        data is the same in every draw, genuine draws vary — and in every value of an
+        array that has neither dimension (it is not a set of draws). A variable with a
+        single chain and draw (one OPS sample) is thus checked as a whole.
+
+    Only distinctive values are looked for: not 0, 1 or N (the length of each record
+    array: public under replace-one neighbouring); not the length of any dimension of
+    the release (the numbers of draws, chains, tuning steps, states: the shape of a
+    release is public); not an integer of magnitude at most 10 or a round integer of
+    one significant digit (20, 500, 1000); not a non-integer of at most two significant
+    digits (0.5, 0.25, 2.5). Those are the settings every release carries (2 chains,
+    ``"tune": 20``, 1000 draws, ε = 0.5, a noise scale of 2.5): a count of 20 or a mean
+    of 0.5 equal to one of them is no evidence. Statistics equal to one another (the
+    sum and the sum of squares of 0/1 records) are reported together.
+
+    Parameters
+    ----------
+    released
+        What leaves the curator: an ``arviz.InferenceData`` or ``xarray.DataTree``
+        (the groups are read through :mod:`pymc_dp.trace._compat`), an
+        ``xarray.Dataset``/``DataArray``, or any object built of mappings, sequences,
+        namedtuples (e.g. :class:`~pymc_dp.PosteriorRelease`), dataclasses (ledger
+        entries), NumPy arrays, pandas frames, numbers and strings. Objects with a
+        ``to_dict()`` method are read through it, other objects through their
+        ``__dict__``.
+    records
+        The private records: an array (``(N,)``, or ``(N, p)`` for several columns
+        such as a design matrix), or a mapping ``{name: array}`` (several observed
+        variables; ``{"X": X, "y": y}`` for a regression). Numbers only, no NaN.
+    statistics
+        ``"auto"`` or ``True``: run check 4; ``False``: skip it (checks 1-3 only).
+    allow
+        Statistics released on purpose, not to be reported: a full name
+        (``"y.sum"``, ``"y.count[1]"``, ``"X[:,0].mean"``), a name without its index
+        (``"y.count"``), or a kind for every record array (``"sum"``, ``"count"``,
+        ... see :data:`STATISTIC_KINDS`).
+    min_run
+        The shortest record run searched for (at least 2); lengthened for records with
+        few distinct values (check 3).
+    rtol
+        Relative tolerance of the statistic match (0 <= rtol < 1e-3).
+
+    Returns
+    -------
+    LeakReport
+        ``report.clean`` is True when nothing was found; ``str(report)`` is a table;
+        ``report.raise_if_leaky()`` raises :class:`PrivacyLeakError`. The report never
+        contains the matched record values or statistics, only where they were found.
+
+    Raises
+    ------
+    TypeError
+        If ``released`` is not an object that can hold a release (None, a number, a
+        string, a function), or ``records`` is not numeric.
+    ValueError
+        If ``records`` is empty or contains NaN or infinities, or an argument is out
+        of range (the message names it), or ``allow`` names an unknown statistic.
+
+    Notes
+    -----
+    Exact matching finds copies, not transformations: a sum shifted by one or a record
+    rescaled is not found, and a clean report is not a privacy proof. The rules above
+    trade some sensitivity for few false alarms: a small or round count (at most 10,
+    20, 300), a mean of exactly 0.5, or a few 0/1 records copied into a short array are
+    not reported. Coincidences remain possible for other integer statistics (a count
+    of 25 next to a setting of 25); the report names the statistic and the place so
+    that one can be judged, and ``allow`` silences it. The output of a mechanism that
+    releases a noisy version of a statistic can equal it exactly (integer noise is 0
+    with sizeable probability; ``release_posterior`` adds it to the prior): name such
+    statistics in ``allow``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_dp.audit.leaks import scan_for_leaks
+    >>> y = np.array([0.8414709848, 0.9092974268, 0.1411200081, -0.7568024953])
+    >>> scan_for_leaks({"summary": {"mean": float(y.mean())}}, y).clean
+    False
+    >>> scan_for_leaks({"summary": {"mean": float(y.mean())}}, y, allow="mean").clean
+    True
+    """
+    _check_released(released)
+    recs = _check_records(records)
+    if not (isinstance(statistics, (bool, np.bool_)) or (isinstance(statistics, str) and statistics == "auto")):
+        raise ValueError(f"statistics must be 'auto', True or False, got {statistics!r}.")
+    if isinstance(allow, str):
+        allow = (allow,)
+    try:
+        allow_t = tuple(allow)
+    except TypeError:
+        raise TypeError(
+            f"allow must be a statistic name or an iterable of names, got {type(allow).__name__}."
+        ) from None
+    if not all(isinstance(a, str) for a in allow_t):
+        raise TypeError(f"allow must hold statistic names (strings), got {allow_t!r}.")
+    if isinstance(min_run, bool) or not isinstance(min_run, (int, np.integer)) or min_run < 2:
+        raise ValueError(f"min_run must be a whole number >= 2, got {min_run!r}.")
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating, np.integer)) or not 0 <= rtol < 1e-3:
+        raise ValueError(f"rtol must be a number in [0, 1e-3), got {rtol!r}.")
+
+    walk = _Walk()
+    _walk(walk, released, "", "data", depth=0)
+    items = walk.items
+    leaks = list(dict.fromkeys(walk.groups))
+    leaks += _check_values(items, recs)
+    leaks += _check_sequences(items, recs, int(min_run))
+    stats: list[tuple[str, float]] = []
+    if isinstance(statistics, str) or bool(statistics):
+        stats = _statistics(recs, allow_t, float(rtol), walk.sizes)
+        leaks += _check_statistics(items, stats, float(rtol))
+    elif allow_t:
+        _statistics(recs, allow_t, float(rtol))  # still refuse unknown names
+    return LeakReport(tuple(leaks), len(items), tuple(name for name, _ in stats))

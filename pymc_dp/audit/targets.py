@@ -1,0 +1,419 @@
+"""Every mechanism and private step of pymc_dp as an audit target, each with a deliberately broken twin.
+
+Each :class:`AuditTarget` fixes a pair of neighbouring inputs chosen where the
+mechanism's privacy loss is (near) its worst, the claimed (ε, δ), and how to run the
+mechanism many times. Its *broken* twin runs the same code with the noise scale
+halved (or the temperature halved, for tempered samplers) while still claiming the
+original guarantee: an auditor with any power must fail it. The one exception is
+EHDS, whose smooth sensitivity bound has enough slack that halving its scale leaves
+it ε-DP on small data (exact loss 0.60 at ε = 1, n = 20, computed from its output
+distributions): its twin divides the scale by 4 (exact loss 1.20).
+
+:func:`run_audits` audits them all; ``pymc-dp audit`` prints the table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..accounting import PrivacyLedger
+from ..mechanisms import (
+    exponential_mechanism,
+    gaussian_mechanism,
+    geometric_mechanism,
+    laplace_mechanism,
+    randomized_response,
+    release_posterior,
+)
+from .auditor import AuditResult, Mechanism, audit
+
+__all__ = ["AuditTarget", "TARGETS", "format_audit_table", "run_audits", "run_target"]
+
+NOISE = ("secure", "seeded")
+
+
+@dataclass(frozen=True)
+class AuditTarget:
+    """One mechanism to audit.
+
+    Attributes
+    ----------
+    name
+        Short name (the table's first column).
+    epsilon, delta
+        The claimed guarantee.
+    runs
+        Default runs on each input.
+    build
+        ``build(broken, secure) -> (mechanism, data, neighbour)``: the batched
+        mechanism of :func:`pymc_dp.audit.audit` and the two neighbouring inputs.
+        ``broken=True`` builds the twin with the noise scale halved; ``secure=True``
+        lets mechanisms that draw noise use their default (OpenDP) source.
+    events
+        Event family for :func:`~pymc_dp.audit.audit`.
+    broken_how
+        How the broken twin differs.
+    uses_noise_source
+        Whether the mechanism draws from a pymc_dp noise source (the others use a
+        NumPy generator inside a sampler step).
+    """
+
+    name: str
+    epsilon: float
+    delta: float
+    runs: int
+    build: Callable[[bool, bool], tuple[Mechanism, Any, Any]]
+    events: str = "auto"
+    broken_how: str = "noise scale halved"
+    uses_noise_source: bool = True
+
+
+def _noise(secure: bool, rng: np.random.Generator) -> Any:
+    return None if secure else rng
+
+
+# ---------------------------------------------------------------------------- additive noise
+
+
+def _laplace(broken: bool, secure: bool):
+    sensitivity = 0.5 if broken else 1.0
+
+    def run(x: float, size: int, rng: np.random.Generator) -> np.ndarray:
+        return laplace_mechanism(np.full(size, x), epsilon=1.0, sensitivity=sensitivity, ledger=PrivacyLedger(),
+                                 rng=_noise(secure, rng))
+
+    return run, 0.0, 1.0
+
+
+def _gaussian(broken: bool, secure: bool):
+    sensitivity = 0.5 if broken else 1.0  # σ is proportional to the declared sensitivity
+
+    def run(x: float, size: int, rng: np.random.Generator) -> np.ndarray:
+        return gaussian_mechanism(np.full(size, x), epsilon=1.0, delta=1e-5, sensitivity=sensitivity,
+                                  ledger=PrivacyLedger(), rng=_noise(secure, rng))
+
+    return run, 0.0, 1.0
+
+
+def _geometric(broken: bool, secure: bool):
+    epsilon = 2.0 if broken else 1.0  # scale 1/ε (sensitivity 1 is the smallest integer)
+
+    def run(x: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        return geometric_mechanism(np.full(size, x, dtype=np.int64), epsilon=epsilon, sensitivity=1,
+                                   ledger=PrivacyLedger(), rng=_noise(secure, rng))
+
+    return run, 0, 1
+
+
+def _randomized_response(broken: bool, secure: bool):
+    # truthful with probability 3/4 (ln 3); the twin flips half as often (7/8: ln 7)
+    epsilon = math.log(7.0) if broken else math.log(3.0)
+
+    def run(x: bool, size: int, rng: np.random.Generator) -> np.ndarray:
+        return randomized_response(np.full(size, x), epsilon=epsilon, ledger=PrivacyLedger(), rng=_noise(secure, rng))
+
+    return run, True, False
+
+
+# ---------------------------------------------------------------------------- selection
+
+
+EXPONENTIAL_CANDIDATES = 11
+
+
+def _exponential(broken: bool, secure: bool):
+    # Candidate 0 gains Δ = 1 of utility while all others lose it: the case where the
+    # normaliser moves against the candidate, so its probability ratio nears e^ε.
+    m = EXPONENTIAL_CANDIDATES
+    on, off = np.r_[1.0, np.zeros(m - 1)], np.r_[0.0, np.ones(m - 1)]
+    epsilon = 2.0 if broken else 1.0
+
+    def run(utilities: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        noise = _noise(secure, rng)
+        return np.array([
+            exponential_mechanism(np.arange(m), utilities, epsilon=epsilon, sensitivity=1.0, ledger=PrivacyLedger(),
+                                  rng=noise)
+            for _ in range(size)
+        ])
+
+    return run, on, off
+
+
+# ---------------------------------------------------------------------------- the Laplace route
+
+
+ROUTE_RECORDS = 50
+
+
+def _route_records() -> tuple[np.ndarray, np.ndarray]:
+    records = np.random.default_rng(2024).integers(0, 2, ROUTE_RECORDS).astype(np.int8)
+    neighbour = records.copy()
+    neighbour[np.flatnonzero(records == 0)[0]] = 1  # one record replaced
+    return records, neighbour
+
+
+def _laplace_route(broken: bool, secure: bool):
+    from ..families import privatize
+
+    epsilon = 2.0 if broken else 1.0
+
+    def run(records: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        noise = _noise(secure, rng)
+        return np.array([privatize(records, family="bernoulli", epsilon=epsilon, rng=noise).noisy[0]
+                         for _ in range(size)])
+
+    return (run, *_route_records())
+
+
+# ---------------------------------------------------------------------------- tempered posteriors
+
+
+# A truncated beta-Bernoulli: p on [0.2, 0.8], so Δ = ln 4 and T = 2Δ/ε. The neighbours
+# replace one 0 by a 1. Few records keep the tempered posterior wide, so the
+# normaliser moves against the far end of the interval, where the loss peaks.
+BB_LOWER, BB_RECORDS, BARKER_RECORDS = 0.2, 5, 2
+
+
+def _beta_bernoulli(successes: int, records: int, replicas: int = 0) -> Any:
+    """The model; with ``replicas`` > 0, that many independent copies of p, each seeing the same records."""
+    import pymc as pm
+
+    from ..model import truncate
+
+    data = np.r_[np.ones(successes), np.zeros(records - successes)].astype(np.int8)
+    with pm.Model() as model:
+        if replicas:
+            p = pm.Beta("p", 1.0, 1.0, shape=replicas)
+            pm.Bernoulli("y", p, observed=np.repeat(data[:, None], replicas, axis=1))
+        else:
+            p = pm.Beta("p", 1.0, 1.0)
+            pm.Bernoulli("y", p, observed=data)
+    return truncate(model, {"p": (BB_LOWER, 1.0 - BB_LOWER)})
+
+
+OPS_GRID = 201
+
+
+def _ops_draw(broken: bool, secure: bool):
+    """One exact OPS draw of p on a grid (the convergence assumption made true by enumeration)."""
+    from ..model import loglik_sensitivity, temper
+
+    models = {s: _beta_bernoulli(s, BB_RECORDS) for s in (0, 1)}
+    temperature = loglik_sensitivity(models[0]).temperature(1.0) / (2.0 if broken else 1.0)
+    grid = np.linspace(-8.0, 8.0, OPS_GRID)  # the truncated interval's unconstrained coordinate (p within 2e-4 of its ends)
+    laws = {}
+    for s, model in models.items():
+        tempered = temper(model, temperature)
+        (value,) = tempered.value_vars
+        logp = tempered.compile_logp()
+        p_of = model.compile_fn(model.replace_rvs_by_values([model["p"]])[0], inputs=model.value_vars)
+        log_w = np.array([logp({value.name: g}) for g in grid])
+        w = np.exp(log_w - log_w.max())
+        laws[s] = (np.array([float(p_of({value.name: g})) for g in grid]), w / w.sum())
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        points, weights = laws[s]
+        return points[rng.choice(len(points), size=size, p=weights)]
+
+    return run, 0, 1
+
+
+GIBBS_REPLICAS = 1000
+
+
+def _gibbs_update(broken: bool, secure: bool):
+    """One PrivateGibbs update of p; a model with many independent copies of p gives many runs per step."""
+    from ..step_methods import PrivateGibbs
+
+    with _beta_bernoulli(0, BB_RECORDS):
+        temperature = PrivateGibbs(["p"], epsilon_per_update=1.0).cost.temperature  # the claim: ε = 1 per update
+    steps = {}
+    for s in (0, 1):
+        model = _beta_bernoulli(s, BB_RECORDS, replicas=GIBBS_REPLICAS)
+        with model:
+            steps[s] = (PrivateGibbs(["p"], temperature=temperature / (2.0 if broken else 1.0)), model.initial_point())
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        step, point = steps[s]
+        step.rng = rng
+        (name,) = point
+        draws = [step.step(point)[0][name] for _ in range(-(-size // GIBBS_REPLICAS))]
+        return np.concatenate(draws)[:size]
+
+    return run, 0, 1
+
+
+BARKER_START, BARKER_SCALING = -5.0, 10.0
+
+
+def _barker_step(broken: bool, secure: bool):
+    """One Barker step from p near the lower end, proposing moves across the whole interval."""
+    from ..step_methods import PrivateMetropolis
+
+    steps = {}
+    for s in (0, 1):
+        with _beta_bernoulli(s, BARKER_RECORDS) as model:
+            steps[s] = PrivateMetropolis(["p"], epsilon_per_update=2.0 if broken else 1.0, acceptance="barker",
+                                         tune=False, scaling=BARKER_SCALING)
+            (name,) = model.initial_point()
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        step = steps[s]
+        step.rng = rng
+        point = {name: np.array(BARKER_START)}
+        return np.array([float(step.step(point)[0][name]) for _ in range(size)])
+
+    return run, 0, 1
+
+
+# ---------------------------------------------------------------------------- posterior release
+
+
+def _hellinger(mechanism: str, counts: Sequence[int], neighbour: Sequence[int], factor: float = 2.0):
+    def build(broken: bool, secure: bool):
+        epsilon = factor if broken else 1.0  # every scale is proportional to 1/ε
+        prior = np.ones(len(counts))
+
+        def run(x: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+            noise = _noise(secure, rng)
+            return np.array([release_posterior(x, prior, epsilon, mechanism, ledger=PrivacyLedger(), rng=noise).alpha
+                             for _ in range(size)])
+
+        return run, np.asarray(counts), np.asarray(neighbour)
+
+    return build
+
+
+def _lsdim_statistic(build):
+    """LSDim with k = 3 releases two noisy counts. Audit min(c₁ − 1, 6 − c₂) (post-processing): it is ≥ 0
+    exactly where the likelihood ratio of the neighbours (0, 7, 3) and (1, 6, 3) is largest."""
+
+    def wrapped(broken: bool, secure: bool):
+        run, x, y = build(broken, secure)
+
+        def statistic(d: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+            counts = run(d, size, rng) - 1.0  # the prior is Dir(1, 1, 1)
+            return np.minimum(counts[:, 0] - 1.0, 6.0 - counts[:, 1])
+
+        return statistic, x, y
+
+    return wrapped
+
+
+TARGETS: tuple[AuditTarget, ...] = (
+    AuditTarget("laplace", 1.0, 0.0, 200_000, _laplace),
+    AuditTarget("gaussian", 1.0, 1e-5, 200_000, _gaussian),
+    AuditTarget("geometric", 1.0, 0.0, 200_000, _geometric, events="exact"),
+    AuditTarget("randomized response", math.log(3.0), 0.0, 200_000, _randomized_response, events="exact",
+                broken_how="flip probability halved"),
+    AuditTarget("exponential mechanism", 1.0, 0.0, 40_000, _exponential, events="exact"),
+    AuditTarget("laplace route (bernoulli statistics)", 1.0, 0.0, 40_000, _laplace_route),
+    AuditTarget("OPS draw (discretised beta-Bernoulli)", 1.0, 0.0, 2_000_000, _ops_draw, events="exact",
+                broken_how="temperature halved", uses_noise_source=False),
+    AuditTarget("PrivateGibbs update", 1.0, 0.0, 400_000, _gibbs_update, events="bins",
+                broken_how="temperature halved", uses_noise_source=False),
+    AuditTarget("Barker step", 1.0, 0.0, 100_000, _barker_step, events="bins",
+                broken_how="temperature halved", uses_noise_source=False),
+    AuditTarget("LSHist", 1.0, 0.0, 40_000, _hellinger("lshist", (0, 20), (1, 19)), events="exact"),
+    AuditTarget("LSDim", 1.0, 0.0, 40_000, _lsdim_statistic(_hellinger("lsdim", (0, 7, 3), (1, 6, 3))),
+                events="exact"),
+    AuditTarget("EHD", 1.0, 0.0, 30_000, _hellinger("ehd", (0, 20), (1, 19)), events="exact"),
+    AuditTarget("EHDS", 1.0, 0.0, 30_000, _hellinger("ehds", (0, 20), (1, 19), factor=4.0), events="exact",
+                broken_how="noise scale divided by 4"),
+)
+
+
+def _target(name: str) -> AuditTarget:
+    for t in TARGETS:
+        if t.name == name:
+            return t
+    raise ValueError(f"no audit target {name!r}; the targets are {[t.name for t in TARGETS]}.")
+
+
+def run_target(
+    target: AuditTarget | str,
+    *,
+    broken: bool = False,
+    runs: int | None = None,
+    noise: str = "secure",
+    seed: int = 0,
+    confidence: float = 0.99,
+) -> AuditResult:
+    """Audit one target (or its broken twin) and return the result.
+
+    Parameters
+    ----------
+    target
+        An :class:`AuditTarget` or the name of one in :data:`TARGETS`.
+    broken
+        Audit the broken twin (which must fail) instead.
+    runs
+        Runs on each input (default: the target's own).
+    noise
+        ``"secure"`` (default): mechanisms draw from their default OpenDP source, as
+        released code does; ``"seeded"``: from the auditor's NumPy generator (faster,
+        reproducible).
+    seed, confidence
+        Passed to :func:`pymc_dp.audit.audit`.
+    """
+    t = _target(target) if isinstance(target, str) else target
+    if noise not in NOISE:
+        raise ValueError(f"noise must be one of {NOISE}, got {noise!r}.")
+    mechanism, x, y = t.build(broken, noise == "secure")
+    name = f"{t.name} [broken: {t.broken_how}]" if broken else t.name
+    return audit(mechanism, x, y, epsilon=t.epsilon, delta=t.delta, runs=runs or t.runs, events=t.events,
+                 confidence=confidence, seed=seed, name=name)
+
+
+def run_audits(
+    names: Iterable[str] | None = None,
+    *,
+    runs_scale: float = 1.0,
+    noise: str = "secure",
+    broken: bool = True,
+    seed: int = 0,
+    confidence: float = 0.99,
+    progress: Callable[[AuditResult], None] | None = None,
+) -> list[tuple[AuditResult, AuditResult | None]]:
+    """Audit every target (or those named) and, with ``broken=True``, its broken twin.
+
+    ``runs_scale`` multiplies every target's default run count (e.g. 0.1 for a quick
+    look). ``progress`` is called with each result as it finishes. Returns
+    ``(result, broken result or None)`` pairs in :data:`TARGETS` order.
+    """
+    if not (isinstance(runs_scale, (int, float)) and math.isfinite(runs_scale) and runs_scale > 0):
+        raise ValueError(f"runs_scale must be a positive number, got {runs_scale!r}.")
+    targets = [_target(n) for n in names] if names is not None else list(TARGETS)
+    out = []
+    for t in targets:
+        runs = max(1000, int(t.runs * runs_scale))
+        pair = []
+        for twin in (False, True) if broken else (False,):
+            result = run_target(t, broken=twin, runs=runs, noise=noise, seed=seed, confidence=confidence)
+            if progress is not None:
+                progress(result)
+            pair.append(result)
+        out.append((pair[0], pair[1] if broken else None))
+    return out
+
+
+def format_audit_table(results: Sequence[tuple[AuditResult, AuditResult | None]]) -> str:
+    """A Markdown table: claimed ε (δ), runs, audited lower bound and verdict; then the broken twin's."""
+    lines = [
+        "| mechanism | claimed ε | δ | runs per input | audited ε ≥ | verdict | broken twin | twin's audited ε ≥ | twin |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for ok, bad in results:
+        verdict = "pass" if ok.passed else "**FAIL**"
+        how = bad.name.partition("[broken: ")[2].rstrip("]") if bad is not None else ""
+        twin = ("—", "—", "—") if bad is None else (how, f"{bad.epsilon_lower:.3f}", "caught" if not bad.passed else "**MISSED**")
+        delta = f"{ok.claimed_delta:.0e}" if ok.claimed_delta else "0"
+        lines.append(
+            f"| {ok.name} | {ok.claimed_epsilon:.4g} | {delta} | {ok.runs:,} | {ok.epsilon_lower:.3f} | {verdict} | "
+            f"{twin[0]} | {twin[1]} | {twin[2]} |"
+        )
+    return "\n".join(lines)
