@@ -11,8 +11,22 @@ threadpool_limits(1)
 
 
 import logging  # noqa: E402
+import os  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+# Property tests (tests/test_properties.py). "ci" (the default): derandomised, so every run
+# draws the same examples and a failure reproduces; no example database, no deadline (the
+# first call of an entry point pays its imports). "dev": random and 10x the examples, for
+# hunting locally: HYPOTHESIS_PROFILE=dev pytest tests/test_properties.py
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, database=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "dev", max_examples=2000, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture

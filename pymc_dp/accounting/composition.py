@@ -23,7 +23,10 @@ Methods (all valid under adaptive composition):
     (ε, δ > 0) spend of unknown shape) are added by basic composition.
 ``pld``
     Privacy-loss distributions from dp-accounting composed by convolution; unknown
-    events use the PLD that dominates every (ε, δ)-DP mechanism.
+    events use the PLD that dominates every (ε, δ)-DP mechanism. Rounds of more than
+    :data:`PLD_MAX_EPSILON` each (no privacy to speak of; their PLDs overflow or need
+    ε/10⁻⁴ grid points) are added by basic composition, as RDP does for rounds without
+    a curve.
 ``best``
     The smallest ε among the valid methods at the requested δ.
 """
@@ -42,7 +45,10 @@ from .entry import LedgerEntry, PrivacyCost
 from .events import event_key, pld, rdp_curve, rdp_orders
 from .validation import check_delta
 
-__all__ = ["Block", "blocks", "compose", "basic", "advanced", "rdp", "pld_total", "best"]
+__all__ = ["Block", "blocks", "compose", "basic", "advanced", "rdp", "pld_total", "best", "PLD_MAX_EPSILON"]
+
+#: Largest ε per round that ``pld`` builds a privacy-loss distribution for (see the module docstring).
+PLD_MAX_EPSILON = 50.0
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,7 @@ def advanced(entries: Iterable[LedgerEntry], delta: float | None) -> PrivacyCost
     for b in blocks(entries):
         e = b.epsilon
         sum_sq += b.rounds * e * e
-        drift += b.rounds * e * math.expm1(e)
+        drift += b.rounds * e * (math.expm1(e) if e < 709.0 else math.inf)  # e^ε overflows: the bound is infinite
         own_delta += b.rounds * b.delta
     slack = target - own_delta
     if sum_sq == 0:
@@ -165,7 +171,12 @@ def pld_total(
         return pure if pure.delta == 0 else PrivacyCost(math.inf, 0.0)
     combined = None
     merged: dict[str, tuple[object, int]] = {}
+    rest_eps = rest_delta = 0.0
     for b in blocks(entries):
+        if b.epsilon > PLD_MAX_EPSILON:  # no PLD for it (module docstring): composed by basic composition
+            rest_eps += b.rounds * b.epsilon
+            rest_delta += b.rounds * b.delta
+            continue
         if len(b.members) == 1 or len({(event_key(m.event), m.epsilon, m.delta) for m in b.members}) == 1:
             m = b.members[0]
             key = event_key(m.event) + f"|{m.epsilon!r}|{m.delta!r}"
@@ -182,9 +193,11 @@ def pld_total(
         if rounds > 1:
             dist = dist.self_compose(rounds)
         combined = dist if combined is None else combined.compose(dist)
+    if rest_delta >= target:
+        return PrivacyCost(math.inf, target)
     if combined is None:
-        return PrivacyCost(0.0, 0.0)
-    return PrivacyCost(float(combined.get_epsilon_for_delta(target)), target)
+        return PrivacyCost(rest_eps, rest_delta)
+    return PrivacyCost(float(combined.get_epsilon_for_delta(target - rest_delta)) + rest_eps, target)
 
 
 def best(entries: Sequence[LedgerEntry], delta: float | None, neighbouring: str = "replace") -> PrivacyCost:

@@ -94,6 +94,8 @@ class LedgerEntry:
         object.__setattr__(self, "neighbouring", check_neighbouring(self.neighbouring))
         if self.noise_source not in NOISE_SOURCES:
             raise ValueError(f"noise_source must be one of {NOISE_SOURCES}, got {self.noise_source!r}.")
+        if not isinstance(self.touched, str):
+            raise ValueError(f"touched must be a string naming what was touched (e.g. 'y:sum'), got {self.touched!r}.")
         if isinstance(self.assumptions, str):
             raise ValueError("assumptions must be a sequence of strings, e.g. ('assumes convergence',), not a string.")
         object.__setattr__(self, "assumptions", tuple(str(a) for a in self.assumptions))

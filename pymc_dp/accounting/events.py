@@ -109,7 +109,9 @@ def event_key(event: Mapping[str, Any] | None) -> str:
 
 
 def _amplified(epsilon: float, q: float) -> float:
-    return math.log1p(q * math.expm1(epsilon))
+    from .subsampling import amplified_epsilon  # local: subsampling imports entry, which imports this module
+
+    return amplified_epsilon(epsilon, q)
 
 
 def event_epsilon(event: Mapping[str, Any]) -> float | None:
@@ -122,8 +124,11 @@ def event_epsilon(event: Mapping[str, Any]) -> float | None:
     if kind == "random_scan":
         return event["epsilon"]
     if kind == "randomized_response":
+        # ln((1 - p + p/k) / (p/k)) = ln(1 + k(1 - p)/p), in log space: p/k may underflow
         p, k = event["noise_parameter"], event["num_buckets"]
-        return math.log((1 - p + p / k) / (p / k))
+        if p == 1.0:
+            return 0.0
+        return float(np.logaddexp(0.0, math.log(k) + math.log1p(-p) - math.log(p)))
     if kind == "poisson_sampled":
         inner = event_epsilon(event["event"])
         return None if inner is None else _amplified(inner, event["sampling_probability"])
@@ -139,7 +144,9 @@ def gaussian_delta(noise_multiplier: float, epsilon: float) -> float:
     from scipy.stats import norm  # imported here: scipy.stats costs ~0.5 s at import
 
     s = noise_multiplier
-    return float(norm.cdf(1 / (2 * s) - epsilon * s) - math.exp(epsilon) * norm.cdf(-1 / (2 * s) - epsilon * s))
+    # e^ε Φ(b) as exp(ε + log Φ(b)): e^ε alone overflows for ε > 709, the product is at most Φ(a) ≤ 1
+    tail = math.exp(min(epsilon + float(norm.logcdf(-1 / (2 * s) - epsilon * s)), 0.0))
+    return float(norm.cdf(1 / (2 * s) - epsilon * s) - tail)
 
 
 def check_entry_consistency(epsilon: float, delta: float, event: Mapping[str, Any] | None) -> None:
@@ -197,6 +204,20 @@ def _to_dp_event(event: Mapping[str, Any]):
     )
 
 
+#: Noise multipliers (σ/Δ₂, b/Δ₁) outside this range are not handed to dp-accounting, whose
+#: RDP and PLD code overflows or divides by zero near the ends of the double range; such
+#: events are composed from their entry's (ε, δ) like an unknown event (sound, looser).
+DP_ACCOUNTING_NOISE_RANGE = (1e-6, 1e6)
+
+
+def _within_dp_accounting_range(event: Mapping[str, Any]) -> bool:
+    """Whether every noise multiplier in ``event`` (and its inner events) lies in :data:`DP_ACCOUNTING_NOISE_RANGE`."""
+    lo, hi = DP_ACCOUNTING_NOISE_RANGE
+    if "noise_multiplier" in event and not lo <= event["noise_multiplier"] <= hi:
+        return False
+    return "event" not in event or _within_dp_accounting_range(event["event"])
+
+
 def _accountant_relation(event: Mapping[str, Any], neighbouring: str) -> str | None:
     """The dp-accounting relation under which ``event`` means what our entry means, or None.
 
@@ -207,6 +228,8 @@ def _accountant_relation(event: Mapping[str, Any], neighbouring: str) -> str | N
     Poisson sampling under add/remove.
     """
     kind = event["type"]
+    if not _within_dp_accounting_range(event):
+        return None
     if kind in ("laplace", "gaussian", "discrete_laplace"):
         return "ADD_OR_REMOVE_ONE"
     if kind in ("randomized_response", "sampled_without_replacement", "random_scan"):
@@ -226,13 +249,13 @@ def rdp_orders() -> np.ndarray:
 def pure_dp_rdp_curve(epsilon: float) -> np.ndarray:
     """RDP curve implied by pure ε-DP: min(ε, α ε²/2) (Mironov 2017 Prop. 3; Bun & Steinke 2016 Prop. 1.4)."""
     a = rdp_orders()
-    return np.minimum(epsilon, a * epsilon**2 / 2)
+    return np.minimum(epsilon, a * (epsilon * epsilon) / 2)  # ε * ε: ε**2 raises OverflowError for huge ε
 
 
 def random_scan_rdp(epsilon: float, q: float, orders: np.ndarray) -> np.ndarray:
     """Rényi divergence of the ``random_scan`` pair at each order α > 1 (see the module docstring)."""
     a = np.asarray(orders, dtype=float)
-    log_ratio = np.logaddexp(a * epsilon, (1 - a) * epsilon) - np.log1p(np.exp(epsilon))
+    log_ratio = np.logaddexp(a * epsilon, (1 - a) * epsilon) - np.logaddexp(0.0, epsilon)  # log(1 + e^ε) without overflow
     inner = np.logaddexp(np.log1p(-q) if q < 1 else -np.inf, np.log(q) + log_ratio)
     return inner / (a - 1)
 
@@ -240,8 +263,9 @@ def random_scan_rdp(epsilon: float, q: float, orders: np.ndarray) -> np.ndarray:
 def _random_scan_pld(epsilon: float, q: float, discretization: float):
     from dp_accounting.pld import privacy_loss_distribution as PLD
 
-    yes = math.log(q) + epsilon - math.log1p(math.exp(epsilon))
-    no = math.log(q) - math.log1p(math.exp(epsilon))
+    log_norm = float(np.logaddexp(0.0, epsilon))  # log(1 + e^ε) without overflow
+    yes = math.log(q) + epsilon - log_norm
+    no = math.log(q) - log_norm
     upper = {"updated+": yes, "updated-": no}
     lower = {"updated+": no, "updated-": yes}
     if q < 1:

@@ -11,7 +11,7 @@ from .budget import Budget, BudgetExceededError
 from .composition import basic, compose
 from .entry import LedgerEntry, PrivacyCost
 from .events import check_entry_consistency
-from .validation import check_count, check_neighbouring
+from .validation import MAX_COUNT, check_count, check_neighbouring
 
 __all__ = ["PrivacyLedger", "resolve_ledger"]
 
@@ -272,6 +272,10 @@ class PrivacyLedger:
         if i is None:
             raise KeyError(f"no ledger entry with id {entry_id!r}")
         old = self._entries[i]
+        if old.count + count > MAX_COUNT:
+            raise ValueError(
+                f"{count} more run(s) would take the count of entry {entry_id} past 2**63 - 1; record a new entry instead."
+            )
         new = copy.copy(old)
         object.__setattr__(new, "count", old.count + count)  # already-validated entry: skip __post_init__
         fast = old.parallel_group is None and self._basic_cache is not None
@@ -303,6 +307,9 @@ class PrivacyLedger:
         ledgers = list(ledgers)
         if not ledgers:
             raise ValueError("combine needs at least one ledger.")
+        strays = [type(lg).__name__ for lg in ledgers if not isinstance(lg, PrivacyLedger)]
+        if strays:
+            raise ValueError(f"combine takes pmdp.PrivacyLedger objects only, got {strays}.")
         relations = {lg.neighbouring for lg in ledgers}
         if len(relations) > 1:
             raise ValueError(f"cannot combine ledgers with different neighbouring relations {sorted(relations)}.")
@@ -338,17 +345,32 @@ class PrivacyLedger:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PrivacyLedger":
-        """Rebuild a ledger from :meth:`to_dict` output."""
-        if data.get("format") != _FORMAT:
+        """Rebuild a ledger from :meth:`to_dict` output.
+
+        Every entry is checked as :meth:`record` checks it (its relation is the ledger's,
+        its (ε, δ) does not understate its event, its id is new); the budget is not
+        applied (as for :meth:`combine`: the file is a record of what was spent).
+        """
+        if not isinstance(data, Mapping) or data.get("format") != _FORMAT:
             raise ValueError("not a pymc_dp ledger (missing format marker).")
         if data.get("version") != _VERSION:
             raise ValueError(f"unsupported ledger version {data.get('version')!r}; this pymc_dp reads version {_VERSION}.")
+        missing = sorted({"neighbouring", "entries"} - set(data))
+        if missing:
+            raise ValueError(f"ledger data is missing the field(s) {missing}.")
         b = data.get("budget")
+        if b is not None and not isinstance(b, Mapping):
+            raise ValueError(f"ledger budget must be an object with epsilon, delta and method, got {b!r}.")
+        if not isinstance(data["entries"], list):
+            raise ValueError(f"ledger entries must be a list, got {type(data['entries']).__name__}.")
         out = cls(budget=None if b is None else Budget(**b), neighbouring=data["neighbouring"])
         for d in data["entries"]:
+            if not isinstance(d, Mapping):
+                raise ValueError(f"a ledger entry must be an object of fields, got {d!r}.")
             e = LedgerEntry.from_dict(d)
             if e.id in out._index:
                 raise ValueError(f"duplicate ledger entry id {e.id}.")
+            out._validate(e)
             out._index[e.id] = len(out._entries)
             out._entries.append(e)
         out._basic_cache = None

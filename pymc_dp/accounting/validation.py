@@ -37,7 +37,10 @@ def _as_real(value: object, name: str) -> float:
         if arr is None or arr.shape != () or arr.dtype.kind not in "fiu":
             raise ValueError(f"{name} must be a real number, got {value!r}.")
         value = arr.item()
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond the double range: as good as infinite
+        return math.inf if value > 0 else -math.inf
 
 
 def check_epsilon(epsilon: object, name: str = "epsilon", *, allow_zero: bool = False) -> float:
@@ -77,8 +80,14 @@ def check_sensitivity(sensitivity: object, name: str = "sensitivity") -> float:
     return s
 
 
+#: The largest count (and subsampling size) accepted: int64's maximum. Larger numbers
+#: are not counts of anything that ran, and would overflow the float arithmetic of
+#: composition.
+MAX_COUNT = 2**63 - 1
+
+
 def check_count(count: object, name: str = "count") -> int:
-    """Return ``count`` as an int after checking it is a whole number >= 1."""
+    """Return ``count`` as an int after checking it is a whole number in [1, 2**63 - 1]."""
     if isinstance(count, bool) or not isinstance(count, (Integral, np.integer)):
         if isinstance(count, (float, np.floating)) and float(count).is_integer():
             count = int(count)
@@ -87,6 +96,8 @@ def check_count(count: object, name: str = "count") -> int:
     c = int(count)
     if c < 1:
         raise ValueError(f"{name} must be >= 1, got {c}.")
+    if c > MAX_COUNT:
+        raise ValueError(f"{name} must be at most 2**63 - 1, got {c}.")
     return c
 
 
@@ -105,8 +116,11 @@ def check_probability(p: object, name: str, *, open_low: bool = True, open_high:
 def check_finite_array(value: object, name: str = "value") -> np.ndarray:
     """Return ``value`` as a float array after checking it has no NaN or infinite entry."""
     try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as err:
+        raw = np.asarray(value)
+        if raw.dtype.kind == "c":  # NumPy would silently drop the imaginary part
+            raise ValueError(f"got complex values; pass {name}.real if the imaginary part is meant to be dropped")
+        arr = raw.astype(float, copy=False)
+    except (TypeError, ValueError, OverflowError) as err:
         raise ValueError(f"{name} must be numeric, got {type(value).__name__}: {err}") from None
     bad = ~np.isfinite(arr)
     if bad.any():

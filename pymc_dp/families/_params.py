@@ -63,7 +63,11 @@ def check_count(value: Any, what: str, *, minimum: int = 1) -> int:
     """``value`` as a Python int ≥ ``minimum`` (integral floats accepted), else a ValueError naming ``what``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
-    if not np.isfinite(float(value)) or float(value) != int(value) or int(value) < minimum:
+    try:
+        finite = np.isfinite(float(value))
+    except OverflowError:  # an int beyond the double range
+        finite = False
+    if not finite or float(value) != int(value) or int(value) < minimum:
         raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
     return int(value)
 
@@ -95,6 +99,8 @@ def positive_float(value: Any, what: str, family: str) -> float:
         raise ValueError(f"family {family!r}: {what} must be a positive number, got {value!r}.")
     try:
         out = float(value)
+    except OverflowError:  # an int beyond the double range
+        out = math.inf
     except (TypeError, ValueError):
         raise ValueError(f"family {family!r}: {what} must be a positive number, got {value!r}.") from None
     if not (math.isfinite(out) and out > 0):

@@ -43,6 +43,9 @@ class Family(ABC):
     bound_keys: ClassVar[tuple[str, ...]] = ()
     #: Example of a bounds argument, shown in error messages.
     bounds_example: ClassVar[str] = ""
+    #: Whether :meth:`records` reads a tuple as several parts of the records (e.g. ``(X, y)``);
+    #: for other families ``privatize`` reads a tuple like a list of values.
+    tuple_records: ClassVar[bool] = False
 
     def __init__(self, **family_args: Any) -> None:
         if family_args:
@@ -256,6 +259,8 @@ def check_bound_pair(bounds: Mapping[str, Any], key: str) -> tuple[float, float]
     """A ``(lower, upper)`` pair of finite floats with lower < upper, or a ValueError naming ``key``."""
     try:
         lo, hi = (float(v) for v in bounds[key])
+    except OverflowError:  # an int beyond the double range
+        raise ValueError(f"bounds[{key!r}] must be finite, got {bounds[key]!r}.") from None
     except (TypeError, ValueError):
         raise ValueError(f"bounds[{key!r}] must be a (lower, upper) pair of numbers, got {bounds[key]!r}.") from None
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
@@ -268,20 +273,29 @@ def project_to_simplex(v: np.ndarray, total: float) -> np.ndarray:
     v = np.asarray(v, dtype=float)
     if total <= 0:
         return np.zeros_like(v)
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - total
-    idx = np.arange(1, v.size + 1)
-    rho = np.nonzero(u - css / idx > 0)[0][-1]
-    theta = css[rho] / (rho + 1.0)
-    return np.maximum(v - theta, 0.0)
+    # The projection commutes with adding a constant to every coordinate: shifting by the
+    # maximum keeps the largest coordinate's test exact (0 − (0 − total) = total > 0), however
+    # large the noise; coordinates more than the double range below it become −inf (and 0).
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = v - np.max(v)
+        u = np.sort(v)[::-1]
+        css = np.cumsum(u) - total
+        idx = np.arange(1, v.size + 1)
+        rho = np.nonzero(u - css / idx > 0)[0][-1]
+        theta = css[rho] / (rho + 1.0)
+        return np.maximum(v - theta, 0.0)
 
 
 def project_to_psd(m: np.ndarray, floor: float = 0.0) -> np.ndarray:
     """Nearest symmetric matrix (Frobenius) with eigenvalues ≥ ``floor``."""
     m = np.asarray(m, dtype=float)
-    sym = (m + m.T) / 2
+    # scaled to a largest entry of 1, so that entries near the double range do not overflow
+    size = float(np.max(np.abs(m), initial=0.0))
+    if size == 0.0:
+        return np.eye(m.shape[0]) * max(floor, 0.0)
+    sym = (m / size + m.T / size) / 2
     w, v = np.linalg.eigh(sym)
-    return (v * np.maximum(w, floor)) @ v.T
+    return ((v * np.maximum(w, floor / size)) @ v.T) * size
 
 
 def checked_range(

@@ -23,7 +23,22 @@ import numpy as np
 from .base import Family, checked_range, dist_params, project_to_simplex, rv_op_name
 from ._params import check_count
 
-__all__ = ["Categorical", "histogram_loglik_sensitivity"]
+__all__ = ["Categorical", "histogram_loglik_sensitivity", "MAX_CATEGORIES"]
+
+#: The most categories a histogram family accepts: every category is a released, noisy count,
+#: and the records are one-hot encoded (N × k) on the way.
+MAX_CATEGORIES = 10**6
+
+
+def check_categories(k: Any, family: str) -> int:
+    """The number of categories k as an int in [2, :data:`MAX_CATEGORIES`], or a ValueError naming it."""
+    k = check_count(k, "k (the number of categories)", minimum=2)
+    if k > MAX_CATEGORIES:
+        raise ValueError(
+            f"family {family!r}: k={k} categories is more than the {MAX_CATEGORIES:,} supported (each is a released "
+            "count, and the records are one-hot encoded on the way); merge rare categories first."
+        )
+    return k
 
 
 def probability_vector(p: Any, family: str) -> tuple[int, Any]:
@@ -165,7 +180,7 @@ class Categorical(HistogramNoiseAware, Family):
             raise ValueError(f"family 'categorical' takes only k, got unknown argument(s) {sorted(family_args)}.")
         if k is None:
             raise ValueError("family 'categorical' needs the number of categories: pass k=<int>.")
-        self.k = check_count(k, "k (the number of categories)", minimum=2)
+        self.k = check_categories(k, self.name)
 
     def family_args(self) -> dict[str, Any]:
         return {"k": self.k}

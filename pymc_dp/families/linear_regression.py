@@ -91,6 +91,7 @@ class LinearRegression(Family):
     name = "linear_regression"
     pymc_ops = ()
     bound_keys = ("x", "y")
+    tuple_records = True
     bounds_example = "{'x': (-1.0, 1.0), 'y': (-5.0, 5.0)}"
 
     def __init__(self, n_features: int | None = None, **family_args: Any) -> None:
@@ -240,8 +241,10 @@ class LinearRegression(Family):
             xtx = (v * w) @ v.T
             xty = v[:, keep] @ (v[:, keep].T @ xty)
         coef = v[:, keep].T @ xty
-        floor = float(np.sum(coef * coef / w[keep])) if keep.any() else 0.0
-        yty = max(float(yty), floor, 0.0)
+        with np.errstate(over="ignore"):  # coef · (coef / w): coef² alone overflows first
+            floor = float(np.sum(coef * (coef / w[keep]))) if keep.any() else 0.0
+        # a floor beyond the double range (huge noise) is held at the largest double
+        yty = min(max(float(yty), floor, 0.0), float(np.finfo(float).max))
         d, m = self.n_features, self.n_xtx
         iu = np.triu_indices(d)
         out[:m] = xtx[iu]

@@ -18,7 +18,15 @@ import numpy as np
 
 from .base import Family, dist_params, project_to_simplex, rv_op_name
 from ._params import check_count, constant_count
-from .categorical import HistogramNoiseAware, count_loglik, histogram_loglik_sensitivity, count_moments, dirichlet_posterior, probability_vector
+from .categorical import (
+    HistogramNoiseAware,
+    check_categories,
+    count_loglik,
+    count_moments,
+    dirichlet_posterior,
+    histogram_loglik_sensitivity,
+    probability_vector,
+)
 
 __all__ = ["Multinomial"]
 
@@ -53,7 +61,7 @@ class Multinomial(HistogramNoiseAware, Family):
                 "family 'multinomial' needs the number of categories and of trials per record: "
                 "pass k=<int> and n_trials=<int>."
             )
-        self.k = check_count(k, "k (the number of categories)", minimum=2)
+        self.k = check_categories(k, self.name)
         self.n_trials = check_count(n_trials, "n_trials")
 
     def family_args(self) -> dict[str, Any]:

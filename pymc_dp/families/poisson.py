@@ -54,7 +54,10 @@ class Poisson(Family):
         upper = bounds["upper"]
         if isinstance(upper, (bool, np.bool_)) or not isinstance(upper, numbers.Real):
             raise ValueError(f"bounds['upper'] must be a number (the largest count kept), got {upper!r}.")
-        upper = float(upper)
+        try:
+            upper = float(upper)
+        except OverflowError:  # an int beyond the double range
+            upper = math.inf
         if not math.isfinite(upper) or upper < 1:
             raise ValueError(f"bounds['upper'] must be finite and ≥ 1 for the poisson family, got {upper}.")
         return {"upper": int(math.floor(upper))}

@@ -150,7 +150,7 @@ def prepare_statistics(
     fam = get_family(family, **family_args)
     checked_bounds = fam.check_bounds(bounds)
     # a tuple is a family's own multi-part record format, e.g. (X, y) for linear regression
-    x = fam.records(data if isinstance(data, tuple) else as_array(data, "data"))
+    x = fam.records(data if isinstance(data, tuple) and fam.tuple_records else as_array(data, "data"))
     n = n_records(x)
     if n == 0:
         raise ValueError(f"{name}: data has no records.")

@@ -8,6 +8,11 @@ import numpy as np
 
 from .noise import _restore_shape
 
+#: A float release is refused if |value| + this many noise scales would overflow a double:
+#: NumPy's Laplace draws never exceed ~37 scales, and Laplace or Gaussian noise beyond 40
+#: scales has probability below e^-40.
+_TAIL_SCALES = 40.0
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..accounting import PrivacyLedger
     from .noise import NoiseSource
@@ -40,6 +45,13 @@ def release_with_additive_noise(
         scale, event, noise_source = 0.0, None, "none"
     else:
         noise_source = source.name
+    if dtype is float and arr.size:
+        largest = float(np.max(np.abs(arr)))
+        if largest + _TAIL_SCALES * scale > np.finfo(float).max:
+            raise ValueError(
+                f"value + noise would overflow double precision: |value| reaches {largest:g} and the noise scale "
+                f"is {scale:g}; rescale the statistic (e.g. to other units) or use a larger epsilon."
+            )
     with ledger.charge(
         mechanism=mechanism,
         epsilon=epsilon,

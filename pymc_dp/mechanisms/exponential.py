@@ -112,11 +112,18 @@ def exponential_mechanism_probabilities(
     u = _check_utilities(utilities)
     mu = _check_base_measure(base_measure, u.size)
     mono = _check_monotonic(monotonic)
-    factor = eps / ((1.0 if mono else 2.0) * sens)
-    logw = factor * u
-    if mu is not None:
-        with np.errstate(divide="ignore"):
+    factor = 1.0 / _gumbel_scale(eps, sens, mono)  # the mechanism's own scale; inf if it underflows to 0
+    allowed = np.ones(u.size, dtype=bool) if mu is None else mu > 0
+    # Utilities relative to the best allowed one (≤ 0 there; −inf if more than the double
+    # range below), so that factor · shift never meets inf − inf or 0 · inf.
+    with np.errstate(over="ignore"):
+        shift = u - np.max(u[allowed])
+    with np.errstate(over="ignore", invalid="ignore"):
+        logw = np.where(shift == 0, 0.0, factor * shift)
+    with np.errstate(divide="ignore"):
+        if mu is not None:
             logw = logw + np.log(mu)  # -inf for excluded candidates
+    logw = np.where(allowed, logw, -np.inf)
     logw = logw - np.max(logw)
     w = np.exp(logw)
     return w / w.sum()

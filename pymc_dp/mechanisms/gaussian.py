@@ -18,6 +18,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy import special
 from scipy.stats import norm
 
 from ..accounting.validation import check_delta, check_epsilon, check_finite_array, check_sensitivity
@@ -31,15 +32,42 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["gaussian_mechanism", "analytic_gaussian_sigma"]
 
 
+#: Above this ε, σ is calibrated at this ε instead (the root finder is unreliable beyond):
+#: a mechanism that is (ε′, δ)-DP is (ε, δ)-DP for every ε ≥ ε′.
+MAX_CALIBRATION_EPSILON = 1e4
+
+
 def _log_delta_unit(sigma: float, epsilon: float) -> float:
-    """log δ(ε) of the Gaussian mechanism with sensitivity 1 and noise ``sigma`` (Balle & Wang, Thm 8)."""
+    """An upper bound on log δ(ε) of the Gaussian mechanism with sensitivity 1 and noise ``sigma``.
+
+    δ(ε) = Φ(a) − e^ε Φ(b) (Balle & Wang, Thm 8) = e^x (1 − e^{−(x − y)}) with x = log Φ(a),
+    y = ε + log Φ(b). Both logs carry a rounding error of a few units in the last place of
+    the larger of them (and of a, b); the bound allows for it. Where that error is as
+    large as x − y itself (a tiny ε with a tiny δ: Φ(a) and e^ε Φ(b) agree to double
+    precision) the bound is about ``2 err Φ(a)``: valid, but too large to certify a tiny δ.
+    """
     a = 1.0 / (2.0 * sigma) - epsilon * sigma
     b = -1.0 / (2.0 * sigma) - epsilon * sigma
-    x = norm.logcdf(a)
-    y = epsilon + norm.logcdf(b)
-    if y >= x:
-        return -math.inf
-    return float(x + math.log1p(-math.exp(y - x)))
+    x = float(norm.logcdf(a))
+    y = epsilon + float(norm.logcdf(b))
+    # |error of x − y|: a and b are each within ~1.5 ulp of (1/(2σ) + εσ), which log Φ turns into
+    # at most (|a| + 1)× as much; log Φ itself and the sum with ε add a few ulp of |x| and |y|.
+    terms = 1.0 / (2.0 * sigma) + epsilon * sigma
+    err = np.finfo(float).eps * (4.0 * (max(abs(a), abs(b)) + 1.0) * terms + 5.0 * (abs(x) + abs(y)) + 4.0)
+    gap = max(x - y, 0.0)
+    return x + err + math.log(-math.expm1(-(gap + err)))
+
+
+def _epsilon_free_sigma(delta: float) -> float:
+    """The smallest σ (up to a 1e-12 margin) with δ(0) = erf(1/(2√2 σ)) ≤ δ: (0, δ)-DP, hence (ε, δ)-DP for every ε.
+
+    ``erf`` near 0 is accurate to a few ulp relative, so this needs no cancellation.
+    """
+    # aimed at δ(1 − 1e-12), so that the check against δ passes whatever the last-place errors
+    sigma = 1.0 / (2.0 * math.sqrt(2.0) * float(special.erfinv(delta * (1.0 - 1e-12))))
+    while math.erf(1.0 / (2.0 * math.sqrt(2.0) * sigma)) > delta:
+        sigma *= 1.0 + 1e-12
+    return sigma
 
 
 def _check_positive_delta(delta: Any) -> float:
@@ -71,12 +99,25 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
         2018, Thm 8), within a relative 1e-12 of the σ where equality holds.
         ``0.0`` for a sensitivity of 0.
 
+    Raises
+    ------
+    ValueError
+        For an invalid argument, or a σ outside the range of normal doubles (a
+        sensitivity so large or so small that σ overflows or underflows).
+
     Notes
     -----
     The root is found by ``dp_accounting.get_sigma_gaussian`` (Google's
     implementation of Balle & Wang's exact condition, for Δ₂ = 1); the result is
-    then checked against the condition here and nudged upwards if the root
-    finder's tolerance left it a hair too small, and finally scaled by Δ₂.
+    then checked against the condition here, with the rounding error of that check
+    allowed for, nudged upwards if the root finder's tolerance left it a hair too
+    small, and finally scaled by Δ₂. Two ends of the range are handled conservatively
+    (σ is then larger than the smallest valid one, never smaller):
+
+    * for ε above :data:`MAX_CALIBRATION_EPSILON` (10⁴) σ is calibrated at 10⁴;
+    * where ε and δ are both so small that the condition cannot be evaluated in double
+      precision (roughly δ < 10⁻¹⁵ with ε σ² ≲ 1), σ is at most the ε-free calibration
+      ``erf(Δ₂/(2√2 σ)) ≤ δ``, which is (0, δ)-DP and so (ε, δ)-DP.
     """
     eps = check_epsilon(epsilon, "epsilon")
     d = _check_positive_delta(delta)
@@ -85,15 +126,37 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
         return 0.0
     import dp_accounting
 
-    sigma = float(dp_accounting.get_sigma_gaussian(eps, d, tol=1e-12)) * (1.0 + 1e-12)
+    eps_cal = min(eps, MAX_CALIBRATION_EPSILON)
     log_d = math.log(d)
+
+    def certified(s: float) -> bool:
+        return _log_delta_unit(s, eps_cal) <= log_d
+
+    with np.errstate(all="ignore"):  # its own cancellations at tiny ε, δ: the result is checked below
+        sigma = float(dp_accounting.get_sigma_gaussian(eps_cal, d, tol=1e-12)) * (1.0 + 1e-12)
+    if not (math.isfinite(sigma) and sigma > 0):
+        sigma = np.finfo(float).tiny
     for _ in range(200):
-        if _log_delta_unit(sigma, eps) <= log_d:
+        if certified(sigma):
             break
         sigma *= 1.0 + 1e-12
-    else:  # pragma: no cover - the root finder is never that far off
-        raise RuntimeError(f"could not calibrate the Gaussian mechanism for epsilon={eps}, delta={d}.")
-    return sigma * sens * (1.0 + 1e-15)
+    else:
+        # The root finder is far off, or the condition cannot be certified near the root in
+        # double precision: bisect (in log σ) between that σ and the ε-free σ, valid whatever ε.
+        low, high = sigma, max(sigma, _epsilon_free_sigma(d))
+        while high > low * (1.0 + 1e-12):
+            mid = math.sqrt(low) * math.sqrt(high)
+            if not low < mid < high:
+                break
+            low, high = (low, mid) if certified(mid) else (mid, high)
+        sigma = high
+    out = sigma * sens * (1.0 + 1e-15)
+    if not np.finfo(float).tiny <= out < math.inf:
+        raise ValueError(
+            f"the Gaussian noise σ = {sigma:g} × sensitivity {sens:g} is outside the range of normal doubles; "
+            "rescale the statistic so that its sensitivity is nearer 1."
+        )
+    return out
 
 
 def gaussian_mechanism(

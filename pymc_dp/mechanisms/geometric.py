@@ -48,7 +48,7 @@ def _check_integer_value(value: Any) -> np.ndarray:
                 "value must be integers (counts) for the geometric mechanism, got non-integer floats; "
                 "use laplace_mechanism for real-valued statistics."
             )
-        if arr.size and np.abs(arr).max() > _MAX_ABS:
+        if arr.size and np.abs(arr.astype(float)).max() > _MAX_ABS:  # as float64: 2**62 overflows a float16
             raise ValueError("value must have entries of magnitude <= 2**62.")
         return arr.astype(np.int64)
     raise ValueError(f"value must be an integer or an array of integers, got dtype {arr.dtype}.")

@@ -55,6 +55,12 @@ __all__ = ["hellinger", "log_bhattacharyya", "midpoint_defect"]
 SERIES_RATIO = 0.1
 #: Terms of that series: at |h|/m ≤ 0.1 term j+1 is below 10⁻² × term j, so 10 reach 10⁻²⁰.
 SERIES_TERMS = 10
+#: Largest total of Dirichlet parameters accepted.
+MAX_PARAMETER = 1e150
+#: Largest ratio between a component of a and the same component of b (or their totals) accepted.
+MAX_RATIO = 2.0**50
+#: Below this m the Taylor series is summed at m + 1 (see ``midpoint_defect``).
+SMALL_M = 1e-3
 #: Smallest argument m − |h| at which the defect is taken from Stirling's series.
 STIRLING_FROM = 9.0
 _EVEN_FACTORIALS = tuple(float(math.factorial(2 * j)) for j in range(1, SERIES_TERMS + 1))
@@ -73,7 +79,7 @@ def _stirling_defect(m: np.ndarray, h: np.ndarray) -> np.ndarray:
     """
     u = h / m
     out = -0.5 * ((m - 0.5) * np.log1p(-u * u) + 2.0 * h * np.arctanh(u))
-    out -= h * h / (12.0 * m * (m * m - h * h))
+    out -= u * u / (12.0 * m * ((1.0 - u) * (1.0 + u)))  # = h²/(12 m (m² − h²)), without forming m³
     for r, coef in enumerate(_STIRLING, start=2):
         p = 1 - 2 * r
         out += coef * (m**p - 0.5 * (m + h) ** p - 0.5 * (m - h) ** p)
@@ -99,6 +105,12 @@ def midpoint_defect(m: Any, h: Any) -> np.ndarray:
         out[far] = special.gammaln(mf) - 0.5 * special.gammaln(mf + hf) - 0.5 * special.gammaln(mf - hf)
     if np.any(near):
         mn, hn = m[near], h[near]
+        # Below 1e-3 the polygammas overflow (ψ⁽ⁿ⁾(m) ~ n!/m^{n+1}) while the powers of h
+        # underflow: step up with lnΓ(x) = lnΓ(x + 1) − ln x, exactly
+        # D(m, h) = D(m + 1, h) + ½ log1p(−(h/m)²), and sum the series at m + 1.
+        small = mn < SMALL_M
+        shift = np.where(small, 0.5 * np.log1p(-np.square(hn / mn)), 0.0)
+        mn = np.where(small, mn + 1.0, mn)
         h2 = hn * hn
         power = np.ones_like(hn)
         total = np.zeros_like(hn)
@@ -106,7 +118,7 @@ def midpoint_defect(m: Any, h: Any) -> np.ndarray:
         for j in range(1, SERIES_TERMS + 1):
             power = power * h2
             total += power * special.polygamma(2 * j - 1, mn) / _EVEN_FACTORIALS[j - 1]
-        out[near] = -total
+        out[near] = shift - total
     return out
 
 
@@ -119,7 +131,11 @@ def _defect_error_size(m: np.ndarray, h: np.ndarray, defect: np.ndarray) -> np.n
 
 def _check_parameters(x: Any, name: str) -> np.ndarray:
     try:
+        if np.iscomplexobj(x):  # NumPy would silently drop the imaginary part
+            raise TypeError
         arr = np.asarray(x, dtype=float)
+    except OverflowError:  # an int beyond the double range
+        raise ValueError(f"{name} must be finite and > 0 (Dirichlet parameters), got {x!r}.") from None
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be an array of Dirichlet parameters (numbers), got {type(x).__name__}.") from None
     if arr.ndim == 0 or arr.shape[-1] < 2:
@@ -141,7 +157,29 @@ def log_bhattacharyya(a: Any, b: Any) -> np.ndarray:
     b = _check_parameters(b, "b")
     if a.shape[-1] != b.shape[-1]:
         raise ValueError(f"a and b must have the same number of components, got {a.shape[-1]} and {b.shape[-1]}.")
+    _check_ratio(*np.broadcast_arrays(a, b))
     return _log_bc(a, b)
+
+
+def _check_ratio(a: np.ndarray, b: np.ndarray) -> None:
+    """Refuse totals above :data:`MAX_PARAMETER`, and components (or totals) of a and b more than :data:`MAX_RATIO` apart.
+
+    The formulas work with m = (a + b)/2 and h = (a − b)/2, and m ± h must give a and b
+    back: beyond a ratio of 2⁵², the smaller one is lost to rounding (and lnΓ(0) = ∞).
+    Stirling's series squares m, which overflows above ~1e154.
+    """
+    with np.errstate(over="ignore"):  # an infinite total is refused just below
+        totals = (a.sum(axis=-1), b.sum(axis=-1))
+    for name, total in zip("ab", totals):
+        if np.any(total > MAX_PARAMETER):
+            raise ValueError(f"{name} has parameters summing to more than 1e150; the formulas square them (overflow).")
+    pairs = ((a, b, "components"), (*totals, "totals"))
+    for x, y, what in pairs:
+        if np.any(np.maximum(x, y) > MAX_RATIO * np.minimum(x, y)):
+            raise ValueError(
+                f"a and b have {what} more than 2**50 times apart, beyond what this formula resolves in double "
+                "precision (m ± h would lose the smaller parameter); such Dirichlets are almost disjoint."
+            )
 
 
 def _log_bc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -168,7 +206,19 @@ def _log_bc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         size = _defect_error_size(mm, hm, midpoint_defect(mm, hm)).sum(axis=-1)
         size += _defect_error_size(total_m, total_h[moved], defect_total)
         stick_form, stick_size = _stick_breaking_log_bc(am, bm, mm)
-        log_bc[moved] = np.where(stick_size < size, stick_form, defect_form)
+        chosen = np.where(stick_size < size, stick_form, defect_form)
+        # Its absolute error is at most a few units of the double epsilon times what it sums.
+        # Where even that leaves log BC below log 2⁻⁶⁰, H is 1 to double precision; where it is
+        # larger than 1e-3 and could put log BC anywhere near 0, no H can be given.
+        err = 16 * np.finfo(float).eps * np.minimum(stick_size, size)
+        chosen = np.where(chosen + err < -60 * math.log(2), -np.inf, chosen)
+        if np.any((err > 1e-3) & np.isfinite(chosen)):
+            raise ValueError(
+                "the Hellinger distance of these Dirichlets cannot be computed accurately in double precision: "
+                "the terms of log BC (each about the size of lnΓ of the parameters) cancel to below their rounding "
+                "error. Such parameters (far apart, with totals of very different size) are outside the tested range."
+            )
+        log_bc[moved] = chosen
     return np.minimum(log_bc, 0.0).reshape(out_shape)
 
 
@@ -178,11 +228,23 @@ def _log_gamma_shift(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     near = y <= SERIES_RATIO * x
     if np.any(near):
         xn, yn = x[near], y[near]
+        # Below SMALL_M the polygammas overflow: step up with lnΓ(x) = lnΓ(x + 1) − ln x, i.e.
+        # shift(x, y) = shift(x + 1, y) − log1p(y/x), and sum the series at x + 1.
+        small = xn < SMALL_M
+        total = np.where(small, -np.log1p(yn / xn), 0.0)
+        xn = np.where(small, xn + 1.0, xn)
         power = np.ones_like(yn)
-        total = np.zeros_like(yn)
         for j in range(1, 2 * SERIES_TERMS):  # term j+1 / term j ≤ y/x ≤ 0.1
-            power = power * yn
-            total += power * special.polygamma(j - 1, xn) / _FACTORIALS[j - 1]
+            with np.errstate(over="ignore", invalid="ignore"):
+                power = power * yn
+                polygamma = special.polygamma(j - 1, xn)
+                term = power * polygamma / _FACTORIALS[j - 1]
+            lost = ~np.isfinite(term)  # y^j overflows for y beyond ~1e16 (the term itself is small): in logs
+            if np.any(lost):
+                with np.errstate(divide="ignore"):
+                    log_term = j * np.log(yn[lost]) + np.log(np.abs(polygamma[lost])) - math.lgamma(j + 1)
+                term[lost] = np.sign(polygamma[lost]) * np.exp(log_term)
+            total += term
         out[near] = total
     return out
 
@@ -239,8 +301,10 @@ def hellinger(a: Any, b: Any) -> Any:
     Raises
     ------
     ValueError
-        For fewer than 2 components, different numbers of components, or a parameter
-        that is not finite and > 0.
+        For fewer than 2 components, different numbers of components, a parameter
+        that is not finite and > 0, parameters summing to more than 10¹⁵⁰, or a
+        component (or total) of ``a`` more than 2⁵⁰ times that of ``b`` or less than
+        2⁻⁵⁰ times it (beyond double precision here).
     TypeError
         For something that is not an array of numbers.
 

@@ -162,7 +162,7 @@ def _check_counts(counts: Any) -> np.ndarray:
     if np.issubdtype(arr.dtype, np.floating):
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
             raise ValueError(f"counts must be whole numbers of records, got {arr!r}.")
-        if np.any(np.abs(arr) > 2**53):
+        if np.any(np.abs(arr.astype(float)) > 2**53):  # as float64: 2**53 overflows a float16
             raise ValueError("counts above 2**53 cannot be represented exactly; they overflow the count type.")
     out = arr.astype(np.int64)
     if np.any(out < 0):
@@ -180,7 +180,11 @@ def _check_counts(counts: Any) -> np.ndarray:
 
 def _check_prior(prior: Any, k: int) -> np.ndarray:
     try:
+        if np.iscomplexobj(prior):  # NumPy would silently drop the imaginary part
+            raise TypeError
         arr = np.asarray(prior, dtype=float)
+    except OverflowError:  # an int beyond the double range
+        raise ValueError(f"prior parameters must be finite and > 0, got {prior!r}.") from None
     except (TypeError, ValueError):
         raise TypeError(f"prior must be the Dirichlet prior's parameters (numbers), got {type(prior).__name__}.") from None
     if arr.ndim == 0:
@@ -195,6 +199,8 @@ def _check_prior(prior: Any, k: int) -> np.ndarray:
 def _check_gamma(gamma: Any) -> float:
     try:
         g = float(gamma)
+    except OverflowError:  # an int beyond the double range
+        g = np.inf
     except (TypeError, ValueError):
         raise TypeError(f"gamma must be a number in (0, 1], got {gamma!r}.") from None
     if not (np.isfinite(g) and 0 < g <= 1):

@@ -278,6 +278,23 @@ class SecureNoise(NoiseSource):
 
 # =========================================================================== seeded
 
+#: Above this discrete Laplace scale, :class:`SeededNoise` does not use NumPy's geometric
+#: sampler (which saturates at int64's maximum); see ``SeededNoise._huge_discrete_laplace``.
+#: Below it, draws stay below ~2**46, so value + noise cannot overflow for |value| ≤ 2**62.
+_GEOMETRIC_MAX_SCALE = 2.0**40
+
+
+def _saturate_int64(x: np.ndarray) -> np.ndarray:
+    """Whole-number floats (or ±inf) as int64, values beyond its range clamped to its limits."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty(x.shape, dtype=np.int64)
+    high, low = x >= 2.0**63, x < -(2.0**63)
+    mid = ~(high | low)
+    out[mid] = x[mid].astype(np.int64)
+    out[high] = np.iinfo(np.int64).max
+    out[low] = np.iinfo(np.int64).min
+    return out
+
 
 class SeededNoise(NoiseSource):
     """Reproducible noise from a NumPy generator: for research and tests, not for release.
@@ -319,10 +336,34 @@ class SeededNoise(NoiseSource):
         # The difference of two i.i.d. geometric variables on {0, 1, ...} with
         # P(G = g) = (1 - q) q^g, q = exp(-1/scale), has pmf ∝ q^|k|.
         shape = _shape(size)
-        p = -math.expm1(-1.0 / _check_scale(scale))  # success probability 1 - q
+        if _check_scale(scale) > _GEOMETRIC_MAX_SCALE:
+            return _saturate_int64(self._huge_discrete_laplace(scale, shape))
+        p = -math.expm1(-1.0 / scale)  # success probability 1 - q
         g1 = self.rng.geometric(p, shape).astype(np.int64)
         g2 = self.rng.geometric(p, shape).astype(np.int64)
         return g1 - g2
+
+    def _huge_discrete_laplace(self, scale: float, shape: tuple[int, ...]) -> np.ndarray:
+        """Discrete Laplace noise for scales beyond :data:`_GEOMETRIC_MAX_SCALE`, as floats (possibly ±inf).
+
+        NumPy's geometric sampler saturates at int64's maximum for success probabilities
+        below about 1e-19, so the difference of two draws would be 0 (no noise at all).
+        Instead: 0 with probability (1 - q)/(1 + q) = tanh(1/(2 scale)), otherwise a random
+        sign times 1 + G, G = ⌊scale · E⌋ with E ~ Exponential(1) (P(G ≥ g) = q^g).
+        """
+        zero = self.rng.random(shape) < math.tanh(0.5 / scale)
+        sign = np.where(self.rng.random(shape) < 0.5, -1.0, 1.0)
+        with np.errstate(over="ignore"):
+            magnitude = 1.0 + np.floor(scale * self.rng.standard_exponential(shape))
+        return np.where(zero, 0.0, sign * magnitude)
+
+    def add_discrete_laplace(self, value: np.ndarray, scale: float) -> np.ndarray:
+        """``value + noise``, saturating at the int64 limits (as OpenDP does) when the noise is that large."""
+        value = np.asarray(value, dtype=np.int64)
+        if _check_scale(scale) > _GEOMETRIC_MAX_SCALE:
+            # noise of this size dwarfs the rounding of value + noise to a double
+            return _saturate_int64(value.astype(float) + self._huge_discrete_laplace(scale, value.shape))
+        return value + self.discrete_laplace(scale, value.shape)
 
     def gumbel_argmax(self, scores: Sequence[float] | np.ndarray, scale: float) -> int:
         scores = np.asarray(scores, dtype=float).ravel()
@@ -330,8 +371,10 @@ class SeededNoise(NoiseSource):
             raise ValueError("scores must not be empty.")
         if not np.all(np.isfinite(scores)):
             raise ValueError("scores must be finite.")
-        # Subtracting the maximum keeps the sum well scaled for scores like 1e6.
-        shifted = scores - scores.max()
+        # Subtracting the maximum keeps the sum well scaled for scores like 1e6 (a score more than
+        # the double range below the maximum becomes -inf, which is never chosen, as it should not be).
+        with np.errstate(over="ignore"):
+            shifted = scores - scores.max()
         return int(np.argmax(shifted + self.rng.gumbel(0.0, _check_scale(scale), scores.size)))
 
     def randomized_response(self, indices: np.ndarray, num_categories: int, truth_probability: float) -> np.ndarray:
@@ -411,6 +454,11 @@ def _scale_for(numerator: float, epsilon: float) -> float:
     make the mechanism very slightly more than ``epsilon``-DP; this rounds up instead.
     """
     b = numerator / epsilon
+    if not math.isfinite(b):
+        raise ValueError(
+            f"the noise scale {numerator:g} / epsilon = {numerator:g} / {epsilon:g} overflows double precision; "
+            "use a larger epsilon or a smaller sensitivity (rescale the statistic)."
+        )
     while Fraction(numerator) > Fraction(epsilon) * Fraction(b):
         b = math.nextafter(b, math.inf)
     return b

@@ -56,7 +56,9 @@ def randomized_response_truth_probability(epsilon: float, num_categories: int = 
     ------
     ValueError
         If ε is invalid, or so large that ``p`` rounds to 1 in double precision
-        (ε above about 36 for k = 2), which would report the truth always.
+        (ε above about 36 for k = 2), which would report the truth always; or so small
+        that no double lies between 1/k and ``e^ε/(e^ε + k − 1)`` (ε below about 1e-16
+        for most k ≥ 3), where a lie would be more likely than the truth.
     """
     eps = check_epsilon(epsilon, "epsilon")
     k = _check_k(num_categories, "num_categories")
@@ -66,16 +68,27 @@ def randomized_response_truth_probability(epsilon: float, num_categories: int = 
             f"epsilon={eps:g} is too large for randomised response with {k} categories: the probability of "
             "the truth rounds to 1 in double precision, which is not private; use a smaller epsilon."
         )
-    # A lower bound on e^ε: the libm exp is accurate to within one ulp.
-    exp_lower = Fraction(math.nextafter(math.exp(eps), 0.0))
+    # A lower bound on e^ε: the libm exp is accurate to within one ulp, and e^ε ≥ 1.
+    exp_lower = max(Fraction(math.nextafter(math.exp(eps), 0.0)), Fraction(1))
     while Fraction(p) * (k - 1) > exp_lower * (1 - Fraction(p)):
         p = math.nextafter(p, 0.0)
+    # The ratio must also be ≥ 1 (p ≥ 1/k): below, a lie would be likelier than the truth and
+    # the privacy loss |ln(p (k − 1)/(1 − p))| would exceed ε.
+    if Fraction(p) * k < 1:
+        raise ValueError(
+            f"epsilon={eps:g} is too small for randomised response with {k} categories in double precision: "
+            f"no probability of the truth lies between 1/{k} and e^ε/(e^ε + {k - 1}); use epsilon ≥ 1e-15."
+        )
     return p
 
 
+#: The most categories: category indices are int64, and k − 1 must be one too.
+_MAX_CATEGORIES = 2**62
+
+
 def _check_k(k: Any, name: str) -> int:
-    if isinstance(k, bool) or not isinstance(k, (Integral, np.integer)) or int(k) < 2:
-        raise ValueError(f"{name} must be a whole number >= 2, got {k!r}.")
+    if isinstance(k, bool) or not isinstance(k, (Integral, np.integer)) or not 2 <= int(k) <= _MAX_CATEGORIES:
+        raise ValueError(f"{name} must be a whole number >= 2 (and at most 2**62), got {k!r}.")
     return int(k)
 
 
@@ -302,6 +315,11 @@ def randomized_response_debias(
         raise ValueError("responses must hold at least one answer.")
     p = randomized_response_truth_probability(eps, k)
     q = (1.0 - p) / (k - 1)
+    if not p > q:
+        raise ValueError(
+            f"epsilon={eps:g} is so small that the answers carry no information in double precision "
+            "(the truth is exactly as likely as each lie); there is nothing to debias."
+        )
     freq = np.bincount(idx.ravel(), minlength=k) / idx.size
     est = (freq - q) / (p - q)
     if categories is None:
