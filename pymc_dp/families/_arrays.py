@@ -34,8 +34,10 @@ def as_array(data: Any, name: str = "data") -> Any:
     if hasattr(data, "to_numpy") and callable(data.to_numpy):  # pandas
         data = data.to_numpy()
     try:
+        if np.iscomplexobj(data):  # NumPy would silently drop the imaginary part
+            raise ValueError("got complex values")
         arr = np.asarray(data, dtype=float)
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, OverflowError) as err:
         raise ValueError(f"{name} must be numeric records (an array, pandas or Dask object): {err}") from None
     return arr
 

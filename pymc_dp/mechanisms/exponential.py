@@ -115,15 +115,13 @@ def exponential_mechanism_probabilities(
     factor = 1.0 / _gumbel_scale(eps, sens, mono)  # the mechanism's own scale; inf if it underflows to 0
     allowed = np.ones(u.size, dtype=bool) if mu is None else mu > 0
     # Utilities relative to the best allowed one (≤ 0 there; −inf if more than the double
-    # range below), so that factor · shift never meets inf − inf or 0 · inf.
-    with np.errstate(over="ignore"):
-        shift = u - np.max(u[allowed])
-    with np.errstate(over="ignore", invalid="ignore"):
+    # range below, and for excluded candidates), so that factor · shift never meets
+    # inf − inf or 0 · inf.
+    with np.errstate(over="ignore", invalid="ignore"):  # np.where evaluates inf · 0 where it then discards it
+        shift = np.where(allowed, u - np.max(u[allowed]), -np.inf)
         logw = np.where(shift == 0, 0.0, factor * shift)
-    with np.errstate(divide="ignore"):
-        if mu is not None:
-            logw = logw + np.log(mu)  # -inf for excluded candidates
-    logw = np.where(allowed, logw, -np.inf)
+    if mu is not None:
+        logw = logw + np.log(np.where(allowed, mu, 1.0))
     logw = logw - np.max(logw)
     w = np.exp(logw)
     return w / w.sum()
@@ -223,7 +221,13 @@ def exponential_mechanism(
         scores = u
     else:
         allowed = np.flatnonzero(mu > 0)
-        scores = u[allowed] + scale * np.log(mu[allowed])
+        with np.errstate(over="ignore"):
+            scores = u[allowed] + scale * np.log(mu[allowed])
+        if not np.all(np.isfinite(scores)):
+            raise ValueError(
+                "utilities + scale × log(base_measure) overflow double precision (utilities reach "
+                f"{np.max(np.abs(u)):g}, scale {scale:g}); rescale the utilities or the base measure."
+            )
     details = {"sensitivity": sens, "scale": scale, "monotonic": mono, "num_candidates": len(cand)}
     with ledger.charge(
         mechanism="exponential",

@@ -79,30 +79,35 @@ def _stirling_defect(m: np.ndarray, h: np.ndarray) -> np.ndarray:
     """
     u = h / m
     out = -0.5 * ((m - 0.5) * np.log1p(-u * u) + 2.0 * h * np.arctanh(u))
-    out -= u * u / (12.0 * m * ((1.0 - u) * (1.0 + u)))  # = h²/(12 m (m² − h²)), without forming m³
+    out -= (u * u / ((1.0 - u) * (1.0 + u))) / 12.0 / m  # = h²/(12 m (m² − h²)), without forming m³
     for r, coef in enumerate(_STIRLING, start=2):
         p = 1 - 2 * r
         out += coef * (m**p - 0.5 * (m + h) ** p - 0.5 * (m - h) ** p)
     return out
 
 
-def midpoint_defect(m: Any, h: Any) -> np.ndarray:
+def midpoint_defect(m: Any, h: Any, plus: Any = None, minus: Any = None) -> np.ndarray:
     """``D(m, h) = lnΓ(m) − ½ lnΓ(m + h) − ½ lnΓ(m − h)`` (≤ 0), elementwise, for ``|h| < m``.
 
     Three regimes, each accurate to a few units in the last place of ``D``: Stirling's
     series with exact cancellations where ``m − |h| ≥ 9``; else the Taylor series in
     ``h`` where ``|h| ≤ m/10``; else the direct form (whose lnΓ values are then small).
+
+    ``plus`` and ``minus``, if given, are m + h and m − h as the caller knows them (e.g. the
+    two Dirichlet parameters themselves): computed from m and h, the smaller one is lost to
+    rounding when it is below the last place of m (lnΓ(0) = ∞ where lnΓ(1e-17) ≈ 39).
     """
     m, h = np.broadcast_arrays(np.asarray(m, dtype=float), np.asarray(h, dtype=float))
+    plus = np.broadcast_to(m + h if plus is None else np.asarray(plus, dtype=float), m.shape)
+    minus = np.broadcast_to(m - h if minus is None else np.asarray(minus, dtype=float), m.shape)
     out = np.empty(m.shape)
-    large = m - np.abs(h) >= STIRLING_FROM
+    large = np.minimum(plus, minus) >= STIRLING_FROM
     near = ~large & (np.abs(h) <= SERIES_RATIO * m)
     far = ~large & ~near
     if np.any(large):
         out[large] = _stirling_defect(m[large], h[large])
     if np.any(far):
-        mf, hf = m[far], h[far]
-        out[far] = special.gammaln(mf) - 0.5 * special.gammaln(mf + hf) - 0.5 * special.gammaln(mf - hf)
+        out[far] = special.gammaln(m[far]) - 0.5 * special.gammaln(plus[far]) - 0.5 * special.gammaln(minus[far])
     if np.any(near):
         mn, hn = m[near], h[near]
         # Below 1e-3 the polygammas overflow (ψ⁽ⁿ⁾(m) ~ n!/m^{n+1}) while the powers of h
@@ -194,16 +199,16 @@ def _log_bc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
     m = 0.5 * (a + b)
     h = 0.5 * (a - b)
-    log_bc = midpoint_defect(m, h).sum(axis=-1)
+    log_bc = midpoint_defect(m, h, a, b).sum(axis=-1)
     total_h = h.sum(axis=-1)
     moved = total_h != 0  # equal totals (e.g. two posteriors from n records): no total term, no cancellation
     if np.any(moved):
         am, bm, mm, hm = a[moved], b[moved], m[moved], h[moved]
         total_m = mm.sum(axis=-1)
-        defect_total = midpoint_defect(total_m, total_h[moved])
+        defect_total = midpoint_defect(total_m, total_h[moved], am.sum(axis=-1), bm.sum(axis=-1))
         defect_form = log_bc[moved] - defect_total
         # Rounding error bounds (in units of the double epsilon) of the two forms.
-        size = _defect_error_size(mm, hm, midpoint_defect(mm, hm)).sum(axis=-1)
+        size = _defect_error_size(mm, hm, midpoint_defect(mm, hm, am, bm)).sum(axis=-1)
         size += _defect_error_size(total_m, total_h[moved], defect_total)
         stick_form, stick_size = _stick_breaking_log_bc(am, bm, mm)
         chosen = np.where(stick_size < size, stick_form, defect_form)
@@ -271,7 +276,7 @@ def _stick_breaking_log_bc(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> tuple
         return np.where(first_small, p, q), np.where(first_small, q, p)
 
     (sm, lm), (sa, la), (sb, lb) = split(m), split(a), split(b)
-    small_defect = midpoint_defect(sm, 0.5 * (sa - sb))
+    small_defect = midpoint_defect(sm, 0.5 * (sa - sb), sa, sb)
     shift_m, shift_a, shift_b = _log_gamma_shift(lm, sm), _log_gamma_shift(la, sa), _log_gamma_shift(lb, sb)
     value = (small_defect - (shift_m - 0.5 * shift_a - 0.5 * shift_b)).sum(axis=-1)
     size = (np.abs(small_defect) + np.abs(shift_m) + np.abs(shift_a) + np.abs(shift_b)).sum(axis=-1)

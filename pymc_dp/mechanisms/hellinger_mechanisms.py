@@ -228,7 +228,7 @@ def _check_candidates(n: int, k: int, what: str) -> None:
 def _step_defects(prior: tuple[float, ...], n: int) -> np.ndarray:
     """``U[l, c] = D(α_l + c + ½, ½)`` for c = 0..n−1: log BC of one record added to / removed from category l."""
     a = np.asarray(prior)[:, None] + np.arange(n)[None, :]
-    table = midpoint_defect(a + 0.5, np.full(a.shape, 0.5))
+    table = midpoint_defect(a + 0.5, np.full(a.shape, 0.5), a + 1.0, a)
     table.setflags(write=False)
     return table
 
@@ -380,7 +380,9 @@ def _defect_tables(x: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """
     n = int(x.sum())
     c = np.arange(n + 1)[None, :]
-    return midpoint_defect(prior[:, None] + 0.5 * (x[:, None] + c), 0.5 * (x[:, None] - c))
+    return midpoint_defect(
+        prior[:, None] + 0.5 * (x[:, None] + c), 0.5 * (x[:, None] - c), prior[:, None] + x[:, None], prior[:, None] + c
+    )
 
 
 def _candidate_distances(rows: np.ndarray, tables: np.ndarray) -> np.ndarray:
@@ -391,11 +393,19 @@ def _candidate_distances(rows: np.ndarray, tables: np.ndarray) -> np.ndarray:
     return hellinger_from_log_bc(log_bc)
 
 
+#: Log weights below this are 0 in double precision either way; held at it (not −inf, which
+#: the noisy max refuses) when −H/b overflows for a tiny scale b. The exact posterior is a
+#: candidate with H = 0, so some score is always 0 and the floor never decides anything.
+_SCORE_FLOOR = -1e300
+
+
 def _candidate_scores(x: np.ndarray, prior: np.ndarray, scale: float) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """``(rows, −H/b)`` per block of candidates."""
     tables = _defect_tables(x, prior)
     for rows in composition_blocks(int(x.sum()), x.size):
-        yield rows, -_candidate_distances(rows, tables) / scale
+        with np.errstate(over="ignore"):
+            scores = -_candidate_distances(rows, tables) / scale
+        yield rows, np.maximum(scores, _SCORE_FLOOR)
 
 
 # --------------------------------------------------------------------------- output distributions

@@ -375,7 +375,7 @@ class SeededNoise(NoiseSource):
         # the double range below the maximum becomes -inf, which is never chosen, as it should not be).
         with np.errstate(over="ignore"):
             shifted = scores - scores.max()
-        return int(np.argmax(shifted + self.rng.gumbel(0.0, _check_scale(scale), scores.size)))
+            return int(np.argmax(shifted + self.rng.gumbel(0.0, _check_scale(scale), scores.size)))
 
     def randomized_response(self, indices: np.ndarray, num_categories: int, truth_probability: float) -> np.ndarray:
         idx = np.asarray(indices, dtype=np.int64)

@@ -100,7 +100,11 @@ def _clip_bounds(lower: Any, upper: Any) -> tuple[float, float]:
     for what, v in (("lower", lower), ("upper", upper)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise ValueError(f"clip_loglik: {what} must be a finite number, got {v!r}.")
-        if not math.isfinite(float(v)):
+        try:
+            finite = math.isfinite(float(v))
+        except OverflowError:  # an int beyond the double range
+            finite = False
+        if not finite:
             raise ValueError(f"clip_loglik: {what} must be finite, got {v!r} (an infinite end leaves Δ unbounded).")
         out.append(float(v))
     if out[0] >= out[1]:

@@ -91,7 +91,11 @@ def is_simplex_floor(transform: Any) -> bool:
 
 
 def _number(value: Any, what: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+    try:
+        finite = isinstance(value, numbers.Real) and math.isfinite(float(value))
+    except OverflowError:  # an int beyond the double range
+        finite = False
+    if isinstance(value, (bool, np.bool_)) or not finite:
         raise ValueError(f"{what} must be a finite number, got {value!r}.")
     return float(value)
 
