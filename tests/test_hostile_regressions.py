@@ -35,10 +35,25 @@ def test_truncation_and_clip_bounds_beyond_the_double_range_are_a_value_error(ba
     from pymc_dp.model.tempering import _clip_bounds
     from pymc_dp.model.truncation import _interval
 
-    with pytest.raises(ValueError, match="must be finite"):
+    with pytest.raises(ValueError, match="clip_loglik: (lower|upper) must be a finite number.*Δ unbounded"):
         _clip_bounds(bad, 0.0) if bad < 0 else _clip_bounds(-1.0, bad)
     with pytest.raises(ValueError, match="must be a finite number"):
         _interval((0.0, bad), "p")
+
+
+@pytest.mark.parametrize("bad", [10**400, float("nan"), float("inf"), True, np.bool_(False), "1.0", [1.0]])
+def test_check_finite_number_refuses_what_is_not_a_finite_real(bad):
+    from pymc_dp.accounting.validation import check_finite_number
+
+    with pytest.raises(ValueError, match="the bound"):
+        check_finite_number(bad, "the bound")
+
+
+def test_check_finite_number_accepts_numbers_of_any_numeric_type():
+    from pymc_dp.accounting.validation import check_finite_number
+
+    values = [3, -2.5, np.int64(7), np.float32(0.5), np.array(1.5)]
+    assert [check_finite_number(v, "x") for v in values] == [3.0, -2.5, 7.0, 0.5, 1.5]
 
 
 def test_exponential_probabilities_ignore_excluded_candidates_far_above_the_allowed_ones():

@@ -18,6 +18,7 @@ __all__ = [
     "check_count",
     "check_probability",
     "check_finite_array",
+    "check_finite_number",
     "NEIGHBOURING_RELATIONS",
     "check_neighbouring",
 ]
@@ -41,6 +42,19 @@ def _as_real(value: object, name: str) -> float:
         return float(value)
     except OverflowError:  # an int beyond the double range: as good as infinite
         return math.inf if value > 0 else -math.inf
+
+
+def check_finite_number(value: object, name: str, *, hint: str = "") -> float:
+    """Return ``value`` as a float after checking it is a finite real number (not a bool).
+
+    An int beyond the double range counts as infinite. ``hint`` is appended to the error.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.{hint}")
+    x = _as_real(value, name)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.{hint}")
+    return x
 
 
 def check_epsilon(epsilon: object, name: str = "epsilon", *, allow_zero: bool = False) -> float:

@@ -18,13 +18,12 @@ on the result. The user's model is never modified.
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..accounting.validation import check_epsilon
+from ..accounting.validation import check_epsilon, check_finite_number
 
 __all__ = ["temper", "clip_loglik", "loglik_clip_of", "clip_records", "records_outside_bounds", "TEMPERING_POTENTIAL"]
 
@@ -96,17 +95,10 @@ def temper(model: Any = None, temperature: float = 1.0, *, part: str = "likeliho
 
 
 def _clip_bounds(lower: Any, upper: Any) -> tuple[float, float]:
-    out = []
-    for what, v in (("lower", lower), ("upper", upper)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise ValueError(f"clip_loglik: {what} must be a finite number, got {v!r}.")
-        try:
-            finite = math.isfinite(float(v))
-        except OverflowError:  # an int beyond the double range
-            finite = False
-        if not finite:
-            raise ValueError(f"clip_loglik: {what} must be finite, got {v!r} (an infinite end leaves Δ unbounded).")
-        out.append(float(v))
+    out = [
+        check_finite_number(v, f"clip_loglik: {what}", hint=" An infinite end leaves Δ unbounded.")
+        for what, v in (("lower", lower), ("upper", upper))
+    ]
     if out[0] >= out[1]:
         raise ValueError(f"clip_loglik needs lower < upper, got ({out[0]:g}, {out[1]:g}).")
     return out[0], out[1]

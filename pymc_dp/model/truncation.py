@@ -21,12 +21,11 @@ The user's model is never modified.
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..accounting.validation import check_finite_number
 from ._graph import only_constants
 
 __all__ = ["truncate", "SimplexFloor"]
@@ -91,13 +90,7 @@ def is_simplex_floor(transform: Any) -> bool:
 
 
 def _number(value: Any, what: str) -> float:
-    try:
-        finite = isinstance(value, numbers.Real) and math.isfinite(float(value))
-    except OverflowError:  # an int beyond the double range
-        finite = False
-    if isinstance(value, (bool, np.bool_)) or not finite:
-        raise ValueError(f"{what} must be a finite number, got {value!r}.")
-    return float(value)
+    return check_finite_number(value, what)
 
 
 def _interval(spec: Any, name: str) -> tuple[float | None, float | None]:
