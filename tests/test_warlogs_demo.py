@@ -35,3 +35,54 @@ def test_iraq_like_demo_recovers_the_regimes_and_uses_few_states(tmp_path):
     released = az.from_netcdf(tmp_path / "trace.nc")
     assert not {"observed_data", "constant_data", "log_likelihood"} & set(released.groups())
     assert "R-hat" in (tmp_path / "summary.txt").read_text()
+
+
+def _demo_command(output) -> list[str]:
+    import shutil
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("pymc-dp")
+    assert exe.exists() or shutil.which("pymc-dp"), "the pymc-dp command is not installed beside this Python"
+    return [str(exe if exe.exists() else shutil.which("pymc-dp")), "demo", "--preset", "small", "--iterations", "20",
+            "--output", str(output)]
+
+
+def test_demo_runs_as_make_demo_runs_it_with_the_progress_bar_on(tmp_path):
+    # `make demo` runs `pymc-dp demo` with PyMC's progress bar on. Each of the HMM's step
+    # methods must return exactly one stats dict per step: PyMC 5.28's progress bar zips
+    # the stats against the steps with strict=True and crashed the demo before it drew
+    # anything when they returned []. Run the command itself, as a user does.
+    import subprocess
+
+    proc = subprocess.run(_demo_command(tmp_path / "out"), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ledger.txt" in proc.stdout and (tmp_path / "out" / "trace.nc").exists()
+    assert pmdp.ledger(str(tmp_path / "out" / "trace.nc")).total().epsilon == pytest.approx(5.0)
+
+
+def test_demo_runs_in_a_terminal(tmp_path):
+    # The same in a pseudo-terminal, where rich draws the live progress bar.
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(_demo_command(tmp_path / "out"), stdin=follower, stdout=follower, stderr=follower)
+    import os
+
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the demo exited
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    rc = proc.wait(timeout=600)
+    text = b"".join(chunks).decode(errors="replace")
+    assert rc == 0, text[-3000:]
+    assert "draws/s" in text or "Draw" in text, "no progress bar was drawn"
+    assert (tmp_path / "out" / "trace.nc").exists()

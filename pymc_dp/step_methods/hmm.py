@@ -179,9 +179,14 @@ def clamped_counts(counts: Any, name: str = "counts") -> np.ndarray:
 
 
 class _HMMStep(BlockedStep):
-    """Shared set-up: the model, value names, temperature and generator."""
+    """Shared set-up: the model, value names, temperature and generator.
 
-    stats_dtypes_shapes: dict[str, tuple[type, list]] = {}
+    Every step returns exactly one stats dict, as PyMC's step-method contract asks
+    (its progress bar and ``CompoundStep`` zip the stats against the steps): the
+    temperature the update ran at, a public constant.
+    """
+
+    stats_dtypes_shapes = {"temperature": (np.float64, [])}
 
     def __init__(self, vars: Sequence[Any], model: Any, temperature: float, rng: Any) -> None:
         import pymc as pm
@@ -199,6 +204,9 @@ class _HMMStep(BlockedStep):
             raise ValueError(f"temperature must be >= 1, got {temperature!r}.")
         self.temperature = float(temperature)
         self.rng = np.random.default_rng(rng)
+
+    def _stats(self) -> list[dict[str, Any]]:
+        return [{"temperature": self.temperature}]
 
     def _name(self, rv: Any) -> str:
         return self.model.rvs_to_values[self.model[rv] if isinstance(rv, str) else rv].name
@@ -250,7 +258,7 @@ class HMMStatesFFBS(_HMMStep):
         states, _ = ffbs(log_lik, np.log(point[self.transition_name]), np.log(point[self.initial_name]), self.rng)
         new = dict(point)
         new[self.vars[0].name] = states.astype(point[self.vars[0].name].dtype)
-        return new, []
+        return new, self._stats()
 
 
 class DirichletCountsGibbs(_HMMStep):
@@ -315,7 +323,7 @@ class DirichletCountsGibbs(_HMMStep):
         else:
             concentration = self.prior + emission_statistics(self.counts, point[self.states_name], self.k) / self.temperature
             new[name] = truncated_dirichlet_update(self.rng, np.asarray(point[name], dtype=float), concentration, self.floor)
-        return new, []
+        return new, self._stats()
 
 
 class HMMTransitionsGibbs(_HMMStep):
@@ -341,4 +349,4 @@ class HMMTransitionsGibbs(_HMMStep):
         new = dict(point)
         new[self.vars[0].name] = _probabilities(log_a)
         new[self.vars[1].name] = _probabilities(log_pi)
-        return new, []
+        return new, self._stats()
