@@ -33,7 +33,7 @@ from .model import (
 )
 from .sampling import sample
 from .step_methods import PrivateGibbs, PrivateMetropolis
-from .trace import attach_ledger, ledger, plot_ledger, release
+from .trace import attach_ledger, concat, ledger, plot_ledger, release
 
 from . import audit  # noqa: E402 - last: it imports the layers it audits
 
@@ -59,6 +59,7 @@ __all__ = [
     "attach_ledger",
     "audit",
     "clip_loglik",
+    "concat",
     "hellinger",
     "hellinger_mechanisms",
     "latent_sum",

@@ -144,7 +144,7 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
         raise _CommandError(f"--delta must be in [0, 1), got {args.delta}")
 
     from .trace import MissingLedgerError, ledger
-    from .trace import _compat
+    from . import _compat
 
     try:
         trace = _compat.load(path)

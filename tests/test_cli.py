@@ -12,6 +12,7 @@ import pytest
 import xarray as xr
 
 import pymc_dp
+from pymc_dp import _compat
 from pymc_dp.accounting import Budget, PrivacyLedger
 from pymc_dp.cli import main
 from pymc_dp.trace import attach_ledger
@@ -22,7 +23,7 @@ def _trace() -> az.InferenceData:
         {"p": (("chain", "draw"), np.random.default_rng(0).uniform(size=(2, 10)))},
         coords={"chain": [0, 1], "draw": np.arange(10)},
     )
-    return az.InferenceData(posterior=post)
+    return _compat.new_trace({"posterior": post})
 
 
 @pytest.fixture

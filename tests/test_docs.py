@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from pymc_dp import _compat
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
@@ -121,7 +123,7 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     exec(compile(_readme_example(), "README.md:Example", "exec"), namespace)  # noqa: S102
     public = namespace["public"]
     assert (tmp_path / "analysis.nc").is_file()
-    groups = set(public.groups())
+    groups = set(_compat.group_names(public))
     assert {"posterior", "privacy"} <= groups
     assert not {"observed_data", "constant_data", "log_likelihood"} & groups
     import pymc_dp as pmdp

@@ -28,7 +28,7 @@ from pymc_dp.accounting import Budget, PrivacyLedger
 from pymc_dp.audit.leaks import Leak, LeakReport, PrivacyLeakError, scan_for_leaks
 from pymc_dp.examples.warlogs import data as warlogs_data
 from pymc_dp.examples.warlogs import fit_ops
-from pymc_dp.trace import _compat
+from pymc_dp import _compat
 
 pytestmark = pytest.mark.usefixtures("quiet_pymc")
 
@@ -131,13 +131,13 @@ def test_float_records_in_a_posterior_variable_are_flagged(normal):
     draws = rng.normal(size=(2, 30))
     one = draws.copy()
     one[1, 17] = normal[5]  # a single record hidden among genuine draws
-    idata = az.from_dict(posterior={"mu": one, "copy": np.broadcast_to(normal, (2, 30, normal.size)).copy()})
+    idata = _compat.trace_from_dict({"posterior": {"mu": one, "copy": np.broadcast_to(normal, (2, 30, normal.size)).copy()}})
     report = scan_for_leaks(idata, normal)
     found = kinds_at(report)
     assert ("value", "posterior/mu") in found
     assert ("value", "posterior/copy") in found and ("sequence", "posterior/copy") in found
     assert ("sequence", "posterior/mu") not in found  # one value is not a run
-    clean = az.from_dict(posterior={"mu": draws})
+    clean = _compat.trace_from_dict({"posterior": {"mu": draws}})
     assert_clean(scan_for_leaks(clean, normal))
 
 
@@ -186,7 +186,7 @@ def test_allow_suppresses_a_named_statistic(normal, binary):
 
 def test_integer_records_hidden_in_a_coordinate_are_flagged():
     counts = np.random.default_rng(4).poisson(4.0, 60)
-    idata = az.from_dict(posterior={"lam": np.random.default_rng(5).gamma(4.0, size=(2, 40))})
+    idata = _compat.trace_from_dict({"posterior": {"lam": np.random.default_rng(5).gamma(4.0, size=(2, 40))}})
     post = _compat.get_group(idata, "posterior")
     hidden = post.assign_coords(site=("site", counts[12:32]))
     hidden = hidden.assign(w=(("chain", "draw", "site"), np.zeros((2, 40, 20))))
@@ -200,11 +200,11 @@ def test_integer_records_hidden_in_a_coordinate_are_flagged():
 
 
 def test_binary_records_copied_into_a_variable_are_flagged_and_short_runs_are_not(binary):
-    copy = az.from_dict(posterior={"flags": np.broadcast_to(binary.astype(bool), (2, 10, binary.size)).copy()})
+    copy = _compat.trace_from_dict({"posterior": {"flags": np.broadcast_to(binary.astype(bool), (2, 10, binary.size)).copy()}})
     report = scan_for_leaks(copy, binary, statistics=False)
     assert [(lk.kind, lk.where) for lk in report.leaks] == [("sequence", "posterior/flags")]
     # 8 random bits match somewhere by chance: a short piece of 0/1 records is no evidence
-    short = az.from_dict(posterior={"flags": np.broadcast_to(binary[:8], (2, 10, 8)).copy()})
+    short = _compat.trace_from_dict({"posterior": {"flags": np.broadcast_to(binary[:8], (2, 10, 8)).copy()}})
     assert_clean(scan_for_leaks(short, binary, statistics=False))
 
 
@@ -214,10 +214,10 @@ def test_statistic_rule_constant_across_draws_coordinates_and_trivial_values(nor
     varying = rng.normal(size=(2, 25))
     varying[0, 3] = mean  # a draw that happens to equal the mean is not looked at
     const = np.full((2, 25), float(normal.var()))
-    idata = az.from_dict(
-        posterior={"a": varying, "b": const},
-        sample_stats={"ok": np.full((2, 25), 0.5)},  # 0.5: a setting, not a statistic
-    )
+    idata = _compat.trace_from_dict({
+        "posterior": {"a": varying, "b": const},
+        "sample_stats": {"ok": np.full((2, 25), 0.5)},  # 0.5: a setting, not a statistic
+    })
     post = _compat.get_group(idata, "posterior").assign_coords(k=("k", [float(normal.max()), 2.0]))
     post = post.assign(c=(("chain", "draw", "k"), rng.normal(size=(2, 25, 2))))
     idata = _compat.with_group(idata, "posterior", post)
@@ -233,7 +233,7 @@ def test_statistic_rule_constant_across_draws_coordinates_and_trivial_values(nor
     assert not {"yb.min", "yb.max"} & set(names)  # 0 and 1
     # settings-like values are not looked for: small or round integers, short decimals,
     # and the length of any dimension of the release (23 draws here)
-    few = az.from_dict(posterior={"m": rng.normal(size=(2, 23))})
+    few = _compat.trace_from_dict({"posterior": {"m": rng.normal(size=(2, 23))}})
 
     def looked_for(ones: int, zeros: int) -> set[str]:
         x = np.r_[np.ones(ones), np.zeros(zeros)]
@@ -334,12 +334,12 @@ def test_report_has_no_truth_value_and_is_frozen():
 
 def test_a_4_by_1000_trace_scans_in_well_under_a_second():
     rng = np.random.default_rng(10)
-    idata = az.from_dict(
-        posterior={"mu": rng.normal(size=(4, 1000)), "sigma": rng.gamma(2.0, size=(4, 1000)),
-                   "beta": rng.normal(size=(4, 1000, 5)), "z": rng.integers(0, 2, size=(4, 1000, 50))},
-        sample_stats={"lp": rng.normal(size=(4, 1000)), "diverging": np.zeros((4, 1000), bool),
-                      "tree_depth": rng.integers(1, 4, (4, 1000)), "step_size": np.repeat(rng.random((4, 1)), 1000, 1)},
-    )
+    idata = _compat.trace_from_dict({
+        "posterior": {"mu": rng.normal(size=(4, 1000)), "sigma": rng.gamma(2.0, size=(4, 1000)),
+                      "beta": rng.normal(size=(4, 1000, 5)), "z": rng.integers(0, 2, size=(4, 1000, 50))},
+        "sample_stats": {"lp": rng.normal(size=(4, 1000)), "diverging": np.zeros((4, 1000), bool),
+                         "tree_depth": rng.integers(1, 4, (4, 1000)), "step_size": np.repeat(rng.random((4, 1)), 1000, 1)},
+    })
     recs = {"y": rng.normal(size=1000), "b": rng.integers(0, 2, 1000), "X": rng.normal(size=(1000, 3))}
     best = np.inf
     for _ in range(2):

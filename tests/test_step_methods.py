@@ -20,6 +20,7 @@ import pytest
 from scipy import integrate, stats
 
 import pymc_dp as pmdp
+from pymc_dp import _compat
 from pymc_dp.accounting import Budget, BudgetExceededError, PrivacyLedger
 from pymc_dp.families import ClippedRecordsWarning
 from pymc_dp.step_methods import NotConjugateError, conditionals
@@ -232,7 +233,7 @@ def test_ledger_basic_total_is_exact_and_the_tight_total_smaller(cores):
     assert any("without convergence" in a for a in entry.assumptions)
     for method in ("rdp", "pld"):
         assert ledger.total(method, delta=1e-6).epsilon < expected
-    assert set(idata.groups()) == {"posterior", "sample_stats", "warmup_sample_stats", "privacy"}
+    assert set(_compat.group_names(idata)) == {"posterior", "sample_stats", "warmup_sample_stats", "privacy"}
     assert set(idata.sample_stats.data_vars) == {"dp_epsilon", "dp_delta"}
     assert idata.posterior.sizes["draw"] == draws and idata.warmup_sample_stats.sizes["draw"] == tune
 
@@ -365,7 +366,7 @@ def test_arviz_works_and_concat_composes_the_ledgers(tmp_path):
     summary = az.summary(a)
     assert "p" in summary.index and np.isfinite(float(az.rhat(a)["p"])) and float(az.ess(a)["p"]) > 100
     az.plot_trace(a)
-    both = az.concat(a, b, dim="chain")
+    both = pmdp.concat([a, b], dim="chain")
     one = pmdp.ledger(a).total().epsilon
     assert pmdp.ledger(both).total().epsilon == pytest.approx(2 * one)  # two runs, two spends: no de-duplication
     path = tmp_path / "private.nc"

@@ -15,6 +15,7 @@ import pymc as pm
 import pytest
 import xarray as xr
 
+import pymc_dp as pmdp
 from pymc_dp.accounting import Budget, PrivacyLedger
 from pymc_dp.trace import (
     MissingLedgerError,
@@ -23,7 +24,7 @@ from pymc_dp.trace import (
     ledger,
     release,
 )
-from pymc_dp.trace import _compat
+from pymc_dp import _compat
 
 N = 20
 RECORD_IDS = [f"rec-{i:04d}-secret" for i in range(N)]
@@ -60,9 +61,11 @@ def fitted(data):
             compute_convergence_checks=False,
             idata_kwargs={"log_likelihood": True},
         )
-        idata.extend(pm.sample_prior_predictive(draws=20, random_seed=2))
+        prior = pm.sample_prior_predictive(draws=20, random_seed=2)
+    for group in _compat.group_names(prior):
+        idata = _compat.with_group(idata, group, _compat.get_group(prior, group))
     # Pretend a private step method emitted per-draw privacy costs.
-    stats = idata.sample_stats.copy()
+    stats = _compat.get_group(idata, "sample_stats").copy()
     shape = (stats.sizes["chain"], stats.sizes["draw"])
     stats["dp_epsilon"] = (("chain", "draw"), np.full(shape, 0.01))
     stats["dp_delta"] = (("chain", "draw"), np.zeros(shape))
@@ -86,7 +89,8 @@ def _released(fitted, **kwargs):
 
 def _netcdf_bytes(idata, tmp_path, name="t.nc") -> bytes:
     path = tmp_path / name
-    idata.to_netcdf(str(path), compress=False)  # uncompressed, so raw bytes are searchable
+    # Uncompressed, so raw bytes are searchable (DataTree.to_netcdf does not compress by default).
+    idata.to_netcdf(str(path), **({} if _compat.TRACE_IS_DATATREE else {"compress": False}))
     return path.read_bytes()
 
 
@@ -274,7 +278,7 @@ def test_concat_of_two_releases_keeps_both_ledgers(fitted, tmp_path):
     first, second = _spend(0.5), _spend(0.5)  # same ε: attrs would be de-duplicated
     a = _released(fitted, ledger=first)
     b = _released(fitted, ledger=second)
-    both = az.concat(a, b, dim="chain")
+    both = pmdp.concat([a, b], dim="chain")
     assert both.posterior.sizes["chain"] == 4
     combined = ledger(both)
     expected = {first.entries[0].id, second.entries[0].id}
@@ -291,7 +295,7 @@ def test_concat_of_two_releases_keeps_both_ledgers(fitted, tmp_path):
 
 def test_concat_of_releases_sharing_a_ledger_counts_it_once(fitted):
     lg = _spend()
-    both = az.concat(_released(fitted, ledger=lg), _released(fitted, ledger=lg), dim="chain")
+    both = pmdp.concat([_released(fitted, ledger=lg), _released(fitted, ledger=lg)], dim="chain")
     assert ledger(both) == lg
 
 

@@ -7,6 +7,7 @@ import pymc as pm
 import pytest
 
 import pymc_dp as pmdp
+from pymc_dp import _compat
 from pymc_dp.accounting import Budget, BudgetExceededError, PrivacyLedger
 from pymc_dp.examples.warlogs import data, fit_ops, ops_temperature
 from pymc_dp.examples.warlogs import model as warlogs_model
@@ -89,7 +90,7 @@ def test_fit_ops_releases_one_draw_per_chain_and_charges_the_ledger(small_counts
     released = fit_ops(small_counts, 2, 1.0, ledger=ledger, draws=3, tune=2, chains=2, random_seed=3)
     ops = ops_temperature(1.0)
     # Only the final draw of each chain of the free variables, and the ledger.
-    assert set(released.groups()) == {"posterior", "privacy"}
+    assert set(_compat.group_names(released)) == {"posterior", "privacy"}
     post = released.posterior
     assert set(post.data_vars) == {f"theta_{f}" for f in data.FEATURES} | {"transitions", "initial", "states"}
     assert post.sizes["chain"] == 2 and post.sizes["draw"] == 1 and int(post["draw"].values[0]) == 2

@@ -39,7 +39,7 @@ import numpy as np
 import xarray as xr
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..trace import _compat
+from .. import _compat
 
 __all__ = [
     "scan_for_leaks",
@@ -928,7 +928,7 @@ def scan_for_leaks(
     ----------
     released
         What leaves the curator: an ``arviz.InferenceData`` or ``xarray.DataTree``
-        (the groups are read through :mod:`pymc_dp.trace._compat`), an
+        (the groups are read through :mod:`pymc_dp._compat`), an
         ``xarray.Dataset``/``DataArray``, or any object built of mappings, sequences,
         namedtuples (e.g. :class:`~pymc_dp.PosteriorRelease`), dataclasses (ledger
         entries), NumPy arrays, pandas frames, numbers and strings. Objects with a

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import _compat
+
 __all__ = ["run_demo", "noise_aware_count_logp", "N_RECORDS", "TRUE_P", "EPSILON", "BUDGET_EPSILON"]
 
 #: Number of sensitive records (public under replace-one neighbouring).
@@ -192,7 +194,7 @@ def run_demo(
     released.to_netcdf(str(path))
 
     post = released.posterior["p"].values.ravel()
-    hdi = az.hdi(released, hdi_prob=0.94, var_names=["p"])["p"].values
+    hdi = _compat.hdi(released, 0.94, var_names=["p"])["p"].values
     lower, upper = float(hdi[0]), float(hdi[1])
     r_hat = float(az.rhat(released, var_names=["p"])["p"].values) if chains > 1 else float("nan")
     result = {

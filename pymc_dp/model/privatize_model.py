@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .._compat import model_var, model_var_parts
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..accounting.validation import check_epsilon
 from ..families import PrivateStatistics, family_of_dist
@@ -149,10 +150,9 @@ def _rebuild_without_records(
         ModelDeterministic,
         ModelNamed,
         ModelObservedRV,
-        extract_dims,
+        ModelVar,
         fgraph_from_model,
         model_from_fgraph,
-        model_potential,
     )
     from pytensor.graph.fg import Output
 
@@ -177,8 +177,7 @@ def _rebuild_without_records(
         s = stats[name]
         _, params = s.family.from_dist(node.inputs[0])
         make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
-        pot = model_potential(pt.as_tensor(statistics_loglik(s, params, noise_aware[name], make_mixing)))
-        pot.name = f"{name}_stats"
+        pot = model_var("potential", pt.as_tensor(statistics_loglik(s, params, noise_aware[name], make_mixing)), f"{name}_stats")
         new_outputs.append(pot)
 
     # Deterministics of the records cannot stay: drop them and say so.
@@ -214,7 +213,7 @@ def _rebuild_without_records(
         )
     for out in new_outputs:
         fg.add_output(out, import_missing=True)
-    used_dims = {d for out in fg.outputs for d in extract_dims(out) if d is not None}
+    used_dims = {d for out in fg.outputs if out.owner is not None and isinstance(out.owner.op, ModelVar) for d in model_var_parts(out.owner).dims}
     fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
     fg._dim_lengths = {k: v for k, v in fg._dim_lengths.items() if k in used_dims}
     return model_from_fgraph(fg, mutate_fgraph=True), dropped
@@ -224,13 +223,11 @@ def _noise_mixing_rv(name: str, new_outputs: list[Any], size: int) -> Any:
     """A free Exponential(1) vector ``name`` (log-transformed) in FunctionGraph form, queued in ``new_outputs``."""
     import pymc as pm
     from pymc.distributions.transforms import log
-    from pymc.model.fgraph import model_free_rv
 
     rv = pm.Exponential.dist(1.0, shape=size)
     rv.name = name
     value = rv.type(name=f"{name}_log__")
-    var = model_free_rv(rv, value, log)
-    var.name = name
+    var = model_var("free", rv, name, value=value, transform=log)
     new_outputs.append(var)
     return var
 

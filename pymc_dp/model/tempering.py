@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .._compat import model_var, model_var_parts
 from ..accounting.validation import check_epsilon, check_finite_number
 
 __all__ = ["temper", "clip_loglik", "loglik_clip_of", "clip_records", "records_outside_bounds", "TEMPERING_POTENTIAL"]
@@ -154,7 +155,7 @@ def clip_loglik(model: Any = None, lower: float = -10.0, upper: float = 0.0) -> 
         The clipped copy; the observed variables keep their names and data.
     """
     import pymc as pm
-    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph, model_observed_rv
+    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph
 
     model = pm.modelcontext(model)
     lo, hi = _clip_bounds(lower, upper)
@@ -168,11 +169,10 @@ def clip_loglik(model: Any = None, lower: float = -10.0, upper: float = 0.0) -> 
     except NotImplementedError as err:
         raise ValueError(f"this model cannot be copied for clipping ({err}).") from None
     for node in [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]:
-        rv, value, *dims = node.inputs
-        new_rv = _clipped_dist(rv, lo, hi)
-        new_rv.name = rv.name
-        observed = model_observed_rv(new_rv, value, *dims)
-        observed.name = node.outputs[0].name
+        parts = model_var_parts(node)
+        new_rv = _clipped_dist(parts.var, lo, hi)
+        new_rv.name = parts.var.name
+        observed = model_var("observed", new_rv, parts.name, value=parts.value, dims=parts.dims)
         fg.replace(node.outputs[0], observed, import_missing=True)
     return model_from_fgraph(fg, mutate_fgraph=True)
 
@@ -222,7 +222,7 @@ def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]
     :class:`~pymc_dp.families.ClippedRecordsWarning`. Returns the copy and the counts.
     """
     import pytensor.tensor as pt
-    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph, model_observed_rv
+    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph
 
     from ..families import ClippedRecordsWarning
 
@@ -240,8 +240,8 @@ def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]
     for node in [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]:
         name = node.outputs[0].name
         if name in new_values:
-            rv, value, *dims = node.inputs
-            observed = model_observed_rv(rv, pt.constant(new_values[name], dtype=value.dtype), *dims)
-            observed.name = name
+            parts = model_var_parts(node)
+            value = pt.constant(new_values[name], dtype=parts.value.dtype)
+            observed = model_var("observed", parts.var, name, value=value, dims=parts.dims)
             fg.replace(node.outputs[0], observed, import_missing=True)
     return model_from_fgraph(fg, mutate_fgraph=True), clipped

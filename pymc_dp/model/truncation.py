@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .._compat import model_var, model_var_parts
 from ..accounting.validation import check_finite_number
 from ._graph import only_constants
 
@@ -148,7 +149,7 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
         floor, or a Dirichlet whose concentration is not constant.
     """
     import pymc as pm
-    from pymc.model.fgraph import ModelFreeRV, fgraph_from_model, model_free_rv, model_from_fgraph
+    from pymc.model.fgraph import ModelFreeRV, fgraph_from_model, model_from_fgraph
 
     model = pm.modelcontext(model)
     if not isinstance(truncation, Mapping) or not truncation:
@@ -170,7 +171,8 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
     nodes = {n.outputs[0].name: n for n in fg.apply_nodes if isinstance(n.op, ModelFreeRV)}
     for name, spec in truncation.items():
         node = nodes[name]
-        rv, value, *dims = node.inputs
+        parts = model_var_parts(node)
+        rv, value, dims = parts.var, parts.value, parts.dims
         if rv.owner.op.name == "dirichlet":
             k = rv.type.shape[-1]
             if k is None:
@@ -185,7 +187,7 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
                 )
             transform = SimplexFloor(floor)
             new_value = value.type(name=f"{name}_simplex_floor__")
-            new = model_free_rv(rv, new_value, transform, *dims)
+            new = model_var("free", rv, name, value=new_value, transform=transform, dims=dims)
         else:
             if rv.type.ndim and rv.owner.op.ndim_supp:
                 raise ValueError(
@@ -201,8 +203,7 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
 
             transform = _default_transform(truncated.owner.op, truncated)
             new_value = truncated.type(name=f"{name}_interval__")
-            new = model_free_rv(truncated, new_value, transform, *dims)
-        new.name = name
+            new = model_var("free", truncated, name, value=new_value, transform=transform, dims=dims)
         fg.replace(node.outputs[0], new, import_missing=True)
     return model_from_fgraph(fg, mutate_fgraph=True)
 

@@ -343,7 +343,7 @@ def _not_conjugate(model: Any, rv: Any) -> bool:
 
 def _stat_columns(idata: Any, name: str, n_steps: int) -> np.ndarray:
     """``name`` over every draw of every chain, tuning first: shape (chain, draw, step)."""
-    from ..trace import _compat
+    from .. import _compat
 
     parts = []
     for group in ("warmup_sample_stats", "sample_stats"):

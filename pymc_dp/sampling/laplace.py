@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from .. import _compat
 from ..accounting import PrivacyLedger
 from ..model import privatize_model, statistics_of
 from ..trace import release
@@ -84,7 +85,7 @@ def sample_laplace(
     # The privatisation entries are already in the ledger; a failure below leaves them
     # there (the noise was drawn) and charges nothing more (module docstring).
     idata = pm.sample(draws, model=sampled_model, **pm_sample_kwargs)
-    stats = idata.sample_stats if "sample_stats" in idata.groups() else None
+    stats = _compat.get_group(idata, "sample_stats")
     kept_stats = tuple(s for s in stats.data_vars if not s.startswith(_TIMING_STATS)) if stats is not None else ()
     return release(idata, ledger=ledger, model=sampled_model, sample_stats=kept_stats)
 

@@ -3,21 +3,22 @@
 * :func:`attach_ledger` stores a :class:`~pymc_dp.accounting.PrivacyLedger` on an
   ``InferenceData`` (JSON attribute plus a per-chain ``privacy`` group);
 * :func:`ledger` reads it back (``pmdp.ledger(idata)``), combining the ledgers of
-  traces concatenated along ``chain``;
+  traces concatenated along ``chain`` (:func:`concat`, on either trace type);
 * :func:`release` builds the object that may leave the curator from a whitelist;
 * :func:`plot_ledger` draws the cumulative ε of a private MCMC run per chain.
 
 Everything that depends on the trace container type (``InferenceData`` today,
-``xarray.DataTree`` with ArviZ 1) lives in ``pymc_dp.trace._compat``.
+``xarray.DataTree`` with ArviZ 1) lives in ``pymc_dp._compat``.
 """
 
-from .ledger_io import MissingLedgerError, attach_ledger, ledger
+from .ledger_io import MissingLedgerError, attach_ledger, concat, ledger
 from .plot import cumulative_epsilon, plot_ledger
 from .release import RELEASED_ATTRS, data_dependent_deterministics, release
 
 __all__ = [
     "attach_ledger",
     "ledger",
+    "concat",
     "release",
     "MissingLedgerError",
     "data_dependent_deterministics",

@@ -32,9 +32,9 @@ import numpy as np
 import xarray as xr
 
 from ..accounting import PrivacyLedger
-from . import _compat
+from .. import _compat
 
-__all__ = ["attach_ledger", "ledger", "MissingLedgerError", "LEDGER_ATTR", "PRIVACY_GROUP"]
+__all__ = ["attach_ledger", "ledger", "concat", "MissingLedgerError", "LEDGER_ATTR", "PRIVACY_GROUP"]
 
 #: Top-level attribute holding the ledger JSON.
 LEDGER_ATTR = "pymc_dp_ledger"
@@ -246,3 +246,43 @@ def ledger(idata: Any) -> PrivacyLedger:
             "pmdp.trace.attach_ledger(idata, ledger)."
         )
     return found
+
+
+def concat(traces: Iterable[Any], dim: str = "chain") -> Any:
+    """Concatenate released traces along ``chain`` and keep every ledger.
+
+    ``az.concat(..., dim="chain")`` of ArviZ < 1, on whichever trace type this ArviZ
+    uses (ArviZ 1 has no ``concat``): groups with a ``chain`` dimension, the ``privacy``
+    group among them, are concatenated, so :func:`ledger` of the result is the union
+    of the traces' ledgers (a spend stored in several is counted once).
+
+    Parameters
+    ----------
+    traces
+        Traces released by pymc_dp (``InferenceData`` or ``xarray.DataTree``), with
+        distinct chain coordinates.
+    dim
+        ``"chain"`` (the default). Concatenating along ``draw`` is refused for traces
+        with a ledger: combine the ledgers with
+        :meth:`~pymc_dp.accounting.PrivacyLedger.combine` and attach the result instead.
+
+    Returns
+    -------
+    InferenceData or DataTree
+        The concatenated trace, its top-level ledger attribute rebuilt from every ledger.
+
+    Raises
+    ------
+    ValueError
+        If ``dim`` is not ``"chain"`` and a trace carries a ledger, or no trace is given.
+    """
+    traces = list(traces)
+    if not traces:
+        raise ValueError("concat needs at least one trace.")
+    if dim != "chain" and any(_read(t) is not None for t in traces):
+        raise ValueError(
+            f"traces carrying a privacy ledger concatenate along 'chain' only (got dim={dim!r}): the ledger "
+            "lives on the chain dimension. Combine the ledgers with PrivacyLedger.combine and attach the result."
+        )
+    out = _compat.concat(traces, dim=dim)
+    return _attach(out, None) if _read(out) is not None else out

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _compat
+from .. import _compat
 from .ledger_io import ledger as read_ledger
 
 __all__ = ["plot_ledger", "cumulative_epsilon"]

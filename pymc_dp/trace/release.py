@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 
 from ..accounting import PrivacyLedger
-from . import _compat
+from .. import _compat
 from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_dp_version
 
 __all__ = ["release", "data_dependent_deterministics", "RELEASED_ATTRS"]

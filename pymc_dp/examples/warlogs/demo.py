@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _compat
 from .data import FEATURES, MONTHS, TYPES, describe, feature_counts, generate, month_labels
 
 __all__ = ["run_demo", "modal_states"]
@@ -166,7 +167,9 @@ def run_demo(
             share = np.bincount(s.ravel(), minlength=num_states) / s.size
             occupied[c, i] = (share > 0).sum()
             largest[c, i] = share.max()
-    diag = az.from_dict(posterior={"log_likelihood_of_release": loglik, "occupied_states": occupied, "largest_state_share": largest})
+    diag = _compat.trace_from_dict(
+        {"posterior": {"log_likelihood_of_release": loglik, "occupied_states": occupied, "largest_state_share": largest}}
+    )
     diagnostics = az.summary(diag, kind="all")
 
     # The report uses chain 0 (labels are consistent within a chain).
