@@ -1,23 +1,44 @@
 # The two commands that matter: `make demo` and `make test`.
-# Each creates .venv if it is missing and installs the project into it first.
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
-VENV := .venv
+# Each creates the venv if it is missing and installs the project into it first, with
+# exactly the package versions of the target's committed lock file (locks/TARGET.txt).
+#
+# Targets (Python + the PyMC line it runs):
+#   py312  Python 3.12, PyMC 6 / ArviZ 1   - the primary target, chosen when Python 3.12 is present
+#   py311  Python 3.11, PyMC 5.28 / ArviZ 0.23 - the secondary target:  make test TARGET=py311
+PRIMARY := $(shell tools/find-python 3.12 >/dev/null 2>&1 && echo py312 || echo py311)
+TARGET ?= $(PRIMARY)
+PYTHON_VERSION_py312 := 3.12
+PYTHON_VERSION_py311 := 3.11
+PYTHON ?= $(shell tools/find-python $(PYTHON_VERSION_$(TARGET)))
+# The primary target lives in .venv, any other in .venv-TARGET.
+VENV ?= $(if $(filter $(PRIMARY),$(TARGET)),.venv,.venv-$(TARGET))
+LOCK := locks/$(TARGET).txt
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+EXTRAS ?= test,docs,blas
 
-.PHONY: demo test test-slow test-study test-all docs bench clean
+.PHONY: demo test test-secondary test-slow test-study test-all docs bench lock canary python clean
 
-$(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,docs]"
+python:
+	@test -n "$(PYTHON)" || { echo "No Python $(PYTHON_VERSION_$(TARGET)) found for target $(TARGET) (tried PATH and pyenv); install it or pass PYTHON=/path/to/python$(PYTHON_VERSION_$(TARGET))." >&2; exit 1; }
+
+$(STAMP): pyproject.toml $(LOCK) | python
+	@$(PY) -c "import sys; sys.exit(sys.version_info[:2] != tuple(map(int, '$(PYTHON_VERSION_$(TARGET))'.split('.'))))" 2>/dev/null \
+		|| { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install --quiet -c $(LOCK) pip setuptools wheel
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[$(EXTRAS)]"
+	$(PY) tools/link_blas.py
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/pymc-dp demo
+	$(VENV)/bin/pymc-dp demo $(DEMO_ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest -m "not slow and not study"
+	$(PY) -m pytest -m "not slow and not study" $(TESTS)
+
+# The secondary target (Python 3.11, PyMC 5.28): the default suite in .venv-py311.
+test-secondary:
+	$(MAKE) test TARGET=py311
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
@@ -40,6 +61,22 @@ bench: $(STAMP)
 	$(PY) benchmarks/private_mcmc.py
 	$(PY) benchmarks/hellinger_release.py
 	$(PY) benchmarks/warlogs_hmm.py
+	$(PY) benchmarks/blas.py
+
+# Re-resolve the newest releases pyproject.toml allows and rewrite the lock of every
+# target whose Python is here (make lock TARGETS=py312 for one).
+TARGETS ?= py312 py311
+lock:
+	@for t in $(TARGETS); do \
+		v=$$(case $$t in py312) echo 3.12;; py311) echo 3.11;; esac); \
+		p=$$(tools/find-python $$v) || { echo "skip $$t: no Python $$v here"; continue; }; \
+		tools/lock $$t $$p || exit 1; \
+	done
+
+# The newest releases the version ranges allow (not the lock), on a quick subset of the
+# tests: tells which package release breaks what before a lock refresh meets it.
+canary: | python
+	$(PYTHON) tools/canary.py --target $(TARGET) --python $(PYTHON)
 
 clean:
 	rm -rf docs/_build docs/api/generated .pytest_cache build *.egg-info

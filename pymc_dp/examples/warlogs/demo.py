@@ -26,6 +26,7 @@ is OpenDP's secure noise (the data are still generated from seed 0).
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,11 @@ def run_demo(
     diag = _compat.trace_from_dict(
         {"posterior": {"log_likelihood_of_release": loglik, "occupied_states": occupied, "largest_state_share": largest}}
     )
-    diagnostics = az.summary(diag, kind="all")
+    with warnings.catch_warnings():
+        # A quantity that is constant across draws (e.g. the number of occupied states once
+        # the chains settle) has no variance: ArviZ warns and reports NaN for its R-hat/ESS.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        diagnostics = az.summary(diag, kind="all")
 
     # The report uses chain 0 (labels are consistent within a chain).
     modal = modal_states(states[0], num_states)
