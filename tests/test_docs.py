@@ -132,6 +132,29 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.slow
+def test_every_readme_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every python block of the README, in order and in one namespace (the later ones use
+    # the Example's model), as a reader pasting them into one session would run them.
+    pytest.importorskip("pymc")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    monkeypatch.chdir(tmp_path)
+    text = README.read_text(encoding="utf-8").split("## Example", 1)[1].split("\n## Documentation", 1)[0]
+    blocks = _FENCE.findall(text)
+    assert len(blocks) >= 4, "expected the Example, OPS, Gibbs and posterior-release blocks"
+    namespace: dict[str, object] = {"__name__": "__readme__"}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"README.md:block {i}", "exec"), namespace)  # noqa: S102
+    import pymc_dp as pmdp
+
+    assert pmdp.ledger(namespace["one"]).total().epsilon == pytest.approx(4.0)
+    # The temperature was fitted so that the tight (PLD/RDP) total at δ = 1e-6 is ε = 2.
+    assert pmdp.ledger(namespace["chain"]).total("best", delta=1e-6).epsilon == pytest.approx(2.0, rel=1e-3)
+    assert namespace["release"].entry.epsilon == pytest.approx(1.0)
+
+
+@pytest.mark.slow
 def test_docs_build_without_warnings(tmp_path: Path) -> None:
     pytest.importorskip("sphinx")
     pytest.importorskip("myst_nb")

@@ -162,8 +162,9 @@ def sample(
 
     Returns
     -------
-    arviz.InferenceData
-        The released trace (:func:`pymc_dp.release`) with its ledger
+    xarray.DataTree or arviz.InferenceData
+        What ``pm.sample`` returns on the installed PyMC (a ``DataTree`` on PyMC 6, an
+        ``InferenceData`` on PyMC 5): the released trace (:func:`pymc_dp.release`) with its ledger
         (``pmdp.ledger(idata)``). ``"laplace"``: the posterior and the sampler's
         statistics (all functions of the privatised statistics only; wall-clock
         timings are left out). ``"ops"``: the released draws only (``samples`` per
@@ -202,7 +203,7 @@ def sample(
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
     for key in ("return_inferencedata", "trace"):
         if key in pm_sample_kwargs:
-            raise ValueError(f"pmdp.sample always returns a released InferenceData; {key}= is not supported.")
+            raise ValueError(f"pmdp.sample always returns the released trace (InferenceData or DataTree); {key}= is not supported.")
     model = pm.modelcontext(model)
     gibbs_only = {"temperature": temperature is not None, "acceptance": acceptance != "barker", "delta": delta != 0.0}
     if method != "gibbs":
