@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the privacy ledger of a saved trace (.nc)",
         description="Print the privacy ledger stored in a trace saved with to_netcdf, and its total cost.",
     )
-    p_ledger.add_argument("file", metavar="FILE.nc", help="a trace saved by pymc_dp (to_netcdf)")
+    p_ledger.add_argument("file", metavar="FILE", help="a trace saved by pymc_dp (to_netcdf, or a .zarr store)")
     p_ledger.add_argument(
         "--method",
         choices=METHODS,
@@ -138,8 +138,8 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.exists():
         raise _CommandError(f"no such file: {path}")
-    if path.is_dir():
-        raise _CommandError(f"{path} is a directory, not a saved trace")
+    if path.is_dir() and not path.name.endswith(".zarr"):
+        raise _CommandError(f"{path} is a directory, not a saved trace (a Zarr store's name ends in .zarr)")
     if args.delta is not None and not (0.0 <= args.delta < 1.0):
         raise _CommandError(f"--delta must be in [0, 1), got {args.delta}")
 

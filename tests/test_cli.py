@@ -18,7 +18,7 @@ from pymc_dp.cli import main
 from pymc_dp.trace import attach_ledger
 
 
-def _trace() -> az.InferenceData:
+def _trace():
     post = xr.Dataset(
         {"p": (("chain", "draw"), np.random.default_rng(0).uniform(size=(2, 10)))},
         coords={"chain": [0, 1], "draw": np.arange(10)},
@@ -34,6 +34,16 @@ def saved(tmp_path) -> tuple[Path, PrivacyLedger]:
     path = tmp_path / "trace.nc"
     attach_ledger(_trace(), lg).to_netcdf(str(path))
     return path, lg
+
+
+def test_ledger_reads_a_zarr_store(tmp_path, capsys):
+    pytest.importorskip("zarr")
+    lg = PrivacyLedger()
+    lg.spend("laplace", 0.5, touched="y:count", noise_source="seeded")
+    path = tmp_path / "trace.zarr"
+    _compat.save(attach_ledger(_trace(), lg), path)
+    assert main(["ledger", str(path)]) == 0
+    assert "Total cost under basic composition: ε = 0.5" in capsys.readouterr().out
 
 
 def test_version(capsys):

@@ -274,12 +274,37 @@ def test_netcdf_round_trip(fitted, tmp_path, released):
     assert ledger(str(path)) == lg
 
 
+def test_zarr_round_trip(fitted, tmp_path):
+    # ArviZ 0.23's to_zarr refuses zarr >= 3; _compat.save goes through a DataTree on both.
+    pytest.importorskip("zarr")
+    lg = _spend()
+    out = _released(fitted, ledger=lg)
+    path = tmp_path / "trace.zarr"
+    _compat.save(out, path)
+    back = _compat.load(path)
+    assert type(back) is type(out)
+    assert set(_compat.group_names(back)) == set(_compat.group_names(out))
+    assert ledger(back) == lg
+    assert ledger(str(path)) == lg
+    np.testing.assert_array_equal(back.posterior["a"].values, out.posterior["a"].values)
+
+
+def test_concat_along_draw_is_refused_for_traces_with_a_ledger(fitted):
+    a = _released(fitted, ledger=_spend())
+    with pytest.raises(ValueError, match="along 'chain' only"):
+        pmdp.concat([a, a], dim="draw")
+    with pytest.raises(ValueError, match="at least one"):
+        pmdp.concat([])
+
+
 def test_concat_of_two_releases_keeps_both_ledgers(fitted, tmp_path):
     first, second = _spend(0.5), _spend(0.5)  # same ε: attrs would be de-duplicated
     a = _released(fitted, ledger=first)
     b = _released(fitted, ledger=second)
     both = pmdp.concat([a, b], dim="chain")
+    assert type(both) is type(a)
     assert both.posterior.sizes["chain"] == 4
+    assert both.posterior["chain"].values.tolist() == [0, 1, 2, 3]  # renumbered, as az.concat did
     combined = ledger(both)
     expected = {first.entries[0].id, second.entries[0].id}
     assert {e.id for e in combined.entries} == expected
