@@ -295,3 +295,18 @@ def test_any_pymc_sampler_runs_on_privatised_statistics(records, step):
     exact = st.beta(1 + k, 1 + n - k)
     # 4,000 correlated draws (ESS in the hundreds): the mean is within 5 sd/sqrt(100) of exact.
     assert abs(idata.posterior["p"].values.mean() - exact.mean()) < 5 * exact.std() / 10
+
+
+def test_privacy_flag_returns_what_pm_sample_returns_and_takes_its_keywords(quiet_pymc):
+    # A PyMC 6 user gets a DataTree from pm.sample and must get one from pmdp.sample too
+    # (an InferenceData on PyMC 5), and the keywords of the installed pm.sample pass through.
+    import inspect
+
+    records = np.r_[np.ones(30), np.zeros(70)].astype(np.int8)
+    accepted = inspect.signature(pm.sample).parameters
+    extra = {k: v for k, v in {"quiet": True, "compile_kwargs": {}, "blas_cores": 1}.items() if k in accepted}
+    with beta_bernoulli(records):
+        plain = pm.sample(20, tune=20, chains=1, progressbar=False, compute_convergence_checks=False)
+        private = pmdp.sample(20, tune=20, chains=1, epsilon=1.0, noise_rng=3, progressbar=False, **extra)
+    assert type(private) is type(plain)
+    assert private.posterior.sizes["draw"] == 20
