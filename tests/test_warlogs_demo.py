@@ -81,3 +81,11 @@ def test_demo_runs_in_a_terminal(tmp_path):
     assert rc == 0, text[-3000:]
     assert "draws/s" in text, "no progress bar was drawn"
     assert (tmp_path / "out" / "trace.nc").exists()
+
+
+def test_r_hat_is_described_in_words_when_the_chains_disagree():
+    from pymc_dp.examples.warlogs.demo import _describe_r_hat
+
+    assert _describe_r_hat(1.0042) == "R-hat 1.004 (worst of the label-free quantities)"
+    assert "different state configurations" in _describe_r_hat(9.8e15)
+    assert "undefined" in _describe_r_hat(float("nan"))

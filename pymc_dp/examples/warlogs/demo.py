@@ -38,6 +38,17 @@ from .data import FEATURES, MONTHS, TYPES, describe, feature_counts, generate, m
 __all__ = ["run_demo", "modal_states"]
 
 
+def _describe_r_hat(r_hat: float) -> str:
+    """The worst R-hat in words: a quantity constant within each chain but different across
+    chains (e.g. the number of occupied states) has an R-hat of 1e15 or more, which says
+    only that the chains settled in different configurations."""
+    if not np.isfinite(r_hat):
+        return "R-hat undefined (a label-free quantity did not vary)"
+    if r_hat > 100:
+        return "R-hat > 100: the chains settled in different state configurations (run longer or more chains)"
+    return f"R-hat {r_hat:.3f} (worst of the label-free quantities)"
+
+
 def modal_states(states: np.ndarray, num_states: int) -> np.ndarray:
     """The most frequent state of each region-month over draws: ``(draws, R, T)`` → ``(R, T)``."""
     counts = np.stack([(states == k).sum(axis=0) for k in range(num_states)], axis=0)
@@ -204,7 +215,7 @@ def run_demo(
         f"  model              HMM with K = {num_states}, {iterations} Gibbs iterations x 2 chains (half burn-in)",
         f"  states in use      {len(used)} of {num_states} (region-month shares: {top})",
         f"  true regimes       adjusted Rand index of the modal states: {ari:.3f}",
-        f"  convergence        R-hat {diagnostics['r_hat'].max():.3f} (worst of the label-free quantities)",
+        f"  convergence        {_describe_r_hat(float(diagnostics['r_hat'].max()))}",
         f"  report             {out}/ states.png emissions.png ledger.txt diagnostics.txt trace.nc summary.txt",
         f"  time               {elapsed:.1f} s",
     ]
