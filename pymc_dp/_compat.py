@@ -40,6 +40,7 @@ TRACE_IS_DATATREE = _InferenceData is None
 __all__ = [
     "TRACE_IS_DATATREE",
     "is_trace",
+    "is_datatree",
     "group_names",
     "get_group",
     "with_group",

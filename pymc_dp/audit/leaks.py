@@ -445,11 +445,11 @@ def _walk_trace(walk: _Walk, obj: Any, path: str, depth: int) -> None:
         ds = _compat.get_group(obj, name)
         if ds is not None:
             _walk_dataset(walk, ds, gpath, depth + 1)
-        node = obj[name] if _compat._is_datatree(obj) else None
+        node = obj[name] if _compat.is_datatree(obj) else None
         if node is not None and getattr(node, "children", None):  # deeper DataTree levels
             for child in node.children:
                 _walk_trace_node(walk, node[child], _join(gpath, str(child)), depth + 1)
-    if _compat._is_datatree(obj):  # variables stored on the root node itself
+    if _compat.is_datatree(obj):  # variables stored on the root node itself
         try:
             root = obj.to_dataset(inherit=False)
         except TypeError:  # pragma: no cover - older xarray
