@@ -1,14 +1,14 @@
 """Privacy ledgers on traces, and the released (whitelisted) trace.
 
 * :func:`attach_ledger` stores a :class:`~pymc_dp.accounting.PrivacyLedger` on an
-  ``InferenceData`` (JSON attribute plus a per-chain ``privacy`` group);
+  trace (JSON attribute plus a per-chain ``privacy`` group);
 * :func:`ledger` reads it back (``pmdp.ledger(idata)``), combining the ledgers of
   traces concatenated along ``chain`` (:func:`concat`, on either trace type);
 * :func:`release` builds the object that may leave the curator from a whitelist;
 * :func:`plot_ledger` draws the cumulative ε of a private MCMC run per chain.
 
-Everything that depends on the trace container type (``InferenceData`` today,
-``xarray.DataTree`` with ArviZ 1) lives in ``pymc_dp._compat``.
+Everything that depends on the trace container type (``xarray.DataTree`` with
+PyMC 6 / ArviZ 1, ``arviz.InferenceData`` with PyMC 5) lives in ``pymc_dp._compat``.
 """
 
 from .ledger_io import MissingLedgerError, attach_ledger, concat, ledger

@@ -3,8 +3,8 @@
 Layout written by :func:`attach_ledger`
 ---------------------------------------
 * ``attrs["pymc_dp_ledger"]`` (top level): the ledger as JSON (attrs must be
-  strings or numbers). Convenient, but ``az.concat`` de-duplicates or overwrites
-  attrs, so it is only the fallback.
+  strings or numbers). Convenient, but concatenating traces (:func:`concat`,
+  ``az.concat``) keeps one trace's attrs, so it is only the fallback.
 * a ``privacy`` group with one ``chain`` dimension (the posterior's chain
   coordinates), holding
 
@@ -12,13 +12,14 @@ Layout written by :func:`attach_ledger`
   - ``epsilon`` (chain,) float: its basic-composition total ε,
   - ``delta`` (chain,) float: its basic-composition total δ.
 
-  Because the ledger lives on the ``chain`` dimension, ``az.concat(a, b, dim="chain")``
+  Because the ledger lives on the ``chain`` dimension, :func:`concat` (or ``az.concat``
+  on ArviZ < 1) along ``chain``
   of two separately released traces carries both ledgers along, and
   :func:`ledger` combines them (entries are unique by id, so a spend shared by
   both traces is counted once).
 
-``az.concat(..., dim="draw")`` is refused by ArviZ for a trace with a ``privacy``
-group (the group has no ``draw`` dimension); concatenate along ``chain``, or
+Concatenating along ``draw`` is refused for a trace with a ``privacy`` group (the
+group has no ``draw`` dimension); concatenate along ``chain``, or
 combine the ledgers with :meth:`~pymc_dp.accounting.PrivacyLedger.combine` and attach the result.
 """
 
@@ -132,7 +133,7 @@ def attach_ledger(idata: Any, ledger: PrivacyLedger) -> Any:
 
     The ledger is stored twice: as JSON in ``attrs["pymc_dp_ledger"]`` and as a
     ``privacy`` group with one JSON string, total ε and total δ per chain (see the
-    module docstring), so that ``az.concat(..., dim="chain")`` keeps every ledger.
+    module docstring), so that :func:`concat` along ``chain`` keeps every ledger.
     If ``idata`` already carries a ledger, the attached ledger is the union of the
     old and the new one (by entry id): attaching never forgets a recorded spend.
 
@@ -215,7 +216,7 @@ def ledger(idata: Any) -> PrivacyLedger:
 
     Reads the per-chain ledgers of the ``privacy`` group and the
     ``pymc_dp_ledger`` attribute, and returns their union by entry id
-    (:meth:`~pymc_dp.accounting.PrivacyLedger.combine`): after ``az.concat(a, b, dim="chain")`` of two
+    (:meth:`~pymc_dp.accounting.PrivacyLedger.combine`): after :func:`concat` of two
     releases, the result accounts for both; a spend stored in both is counted once.
 
     Parameters

@@ -212,8 +212,8 @@ def release(
 
     Returns
     -------
-    InferenceData
-        The releasable trace (an ``xarray.DataTree`` if that is what ``idata`` is).
+    xarray.DataTree or arviz.InferenceData
+        The releasable trace, of the type of ``idata``.
 
     Raises
     ------

@@ -5,7 +5,7 @@
 :class:`~pymc_dp.step_methods.hmm.HMMStatesFFBS`,
 :class:`~pymc_dp.step_methods.hmm.DirichletCountsGibbs` (one per feature) and
 :class:`~pymc_dp.step_methods.hmm.HMMTransitionsGibbs` inside ``pm.sample``, so the
-result is an ordinary ``InferenceData`` that ArviZ reads.
+result is an ordinary PyMC trace (a ``DataTree`` on PyMC 6) that ArviZ reads.
 
 The counts are graph constants, not ``pm.Data``: nothing of them is written to the
 trace. On the Laplace route they are the public noisy release, so the whole trace is
@@ -186,7 +186,7 @@ def fit_hmm(
     random_seed: int | None = 0,
     progressbar: bool = False,
 ) -> Any:
-    """Sample :func:`hmm_model` with ``pm.sample`` and the Gibbs steps; returns the ``InferenceData``.
+    """Sample :func:`hmm_model` with ``pm.sample`` and the Gibbs steps; returns the trace.
 
     Parameters
     ----------
@@ -205,7 +205,7 @@ def fit_hmm(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree or arviz.InferenceData
         The whole run as ``pm.sample`` returns it. It is not a release: on the OPS
         route, use :func:`~pymc_dp.examples.warlogs.ops.fit_ops`, which releases only
         the final draw of each chain.

@@ -134,7 +134,7 @@ def fit_ops(
 
     Returns
     -------
-    arviz.InferenceData
+    xarray.DataTree or arviz.InferenceData
         The release: a ``posterior`` group holding ``theta_<feature>``,
         ``transitions``, ``initial`` and ``states`` at the final draw of each chain
         (``draw`` dimension of length 1), and the ledger (``privacy`` group and
