@@ -177,7 +177,8 @@ def _rebuild_without_records(
         s = stats[name]
         _, params = s.family.from_dist(node.inputs[0])
         make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
-        pot = model_var("potential", pt.as_tensor(statistics_loglik(s, params, noise_aware[name], make_mixing)), f"{name}_stats")
+        loglik = pt.as_tensor(statistics_loglik(s, params, noise_aware[name], make_mixing))
+        pot = model_var("potential", loglik, f"{name}_stats")
         new_outputs.append(pot)
 
     # Deterministics of the records cannot stay: drop them and say so.
@@ -213,7 +214,8 @@ def _rebuild_without_records(
         )
     for out in new_outputs:
         fg.add_output(out, import_missing=True)
-    used_dims = {d for out in fg.outputs if out.owner is not None and isinstance(out.owner.op, ModelVar) for d in model_var_parts(out.owner).dims}
+    model_vars = [out.owner for out in fg.outputs if out.owner is not None and isinstance(out.owner.op, ModelVar)]
+    used_dims = {d for node in model_vars for d in model_var_parts(node).dims}
     fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
     fg._dim_lengths = {k: v for k, v in fg._dim_lengths.items() if k in used_dims}
     return model_from_fgraph(fg, mutate_fgraph=True), dropped

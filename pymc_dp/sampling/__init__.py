@@ -203,7 +203,9 @@ def sample(
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
     for key in ("return_inferencedata", "trace"):
         if key in pm_sample_kwargs:
-            raise ValueError(f"pmdp.sample always returns the released trace (InferenceData or DataTree); {key}= is not supported.")
+            raise ValueError(
+                f"pmdp.sample always returns the released trace (InferenceData or DataTree); {key}= is not supported."
+            )
     model = pm.modelcontext(model)
     gibbs_only = {"temperature": temperature is not None, "acceptance": acceptance != "barker", "delta": delta != 0.0}
     if method != "gibbs":
