@@ -83,9 +83,15 @@ def test_demo_runs_in_a_terminal(tmp_path):
     assert (tmp_path / "out" / "trace.nc").exists()
 
 
-def test_r_hat_is_described_in_words_when_the_chains_disagree():
-    from pymc_dp.examples.warlogs.demo import _describe_r_hat
+def test_convergence_line_reads_settled_quantities_by_chain():
+    # A quantity constant within each chain has an R-hat of NaN or ~1e15 (no within-chain
+    # variance) that says nothing: it is shown by its value per chain instead.
+    from pymc_dp.examples.warlogs.demo import _convergence, _describe_r_hat
 
-    assert _describe_r_hat(1.0042) == "R-hat 1.004 (worst of the label-free quantities)"
+    rng = np.random.default_rng(0)
+    quantities = {"log_likelihood_of_release": rng.normal(size=(2, 50)),
+                  "occupied_states": np.array([[2.0] * 50, [3.0] * 50])}
+    line = _convergence(quantities, {"log_likelihood_of_release": 1.0042, "occupied_states": 9.8e15})
+    assert line == "R-hat 1.004 (worst of the label-free quantities); occupied states 2 | 3 by chain (settled)"
     assert "different state configurations" in _describe_r_hat(9.8e15)
     assert "undefined" in _describe_r_hat(float("nan"))

@@ -39,14 +39,28 @@ __all__ = ["run_demo", "modal_states"]
 
 
 def _describe_r_hat(r_hat: float) -> str:
-    """The worst R-hat in words: a quantity constant within each chain but different across
-    chains (e.g. the number of occupied states) has an R-hat of 1e15 or more, which says
-    only that the chains settled in different configurations."""
+    """The worst R-hat of the quantities that vary within every chain, in words."""
     if not np.isfinite(r_hat):
-        return "R-hat undefined (a label-free quantity did not vary)"
+        return "R-hat undefined"
     if r_hat > 100:
         return "R-hat > 100: the chains settled in different state configurations (run longer or more chains)"
     return f"R-hat {r_hat:.3f} (worst of the label-free quantities)"
+
+
+def _convergence(quantities: dict[str, np.ndarray], r_hat: Any) -> str:
+    """One line on convergence from label-free ``(chain, draw)`` quantities and their R-hat.
+
+    A quantity that is constant within a chain (the number of occupied states once the
+    chain settles) has no within-chain variance, so its R-hat is NaN or astronomically
+    large and says nothing; such quantities are shown by their value in each chain.
+    """
+    varying = [k for k, v in quantities.items() if np.all(v.std(axis=1) > 0)]
+    parts = [_describe_r_hat(max(float(r_hat[k]) for k in varying))] if varying else []
+    for name, values in quantities.items():
+        if name not in varying:
+            per_chain = " | ".join(f"{m:.3g}" for m in values.mean(axis=1))
+            parts.append(f"{name.replace('_', ' ')} {per_chain} by chain (settled)")
+    return "; ".join(parts)
 
 
 def modal_states(states: np.ndarray, num_states: int) -> np.ndarray:
@@ -179,9 +193,8 @@ def run_demo(
             share = np.bincount(s.ravel(), minlength=num_states) / s.size
             occupied[c, i] = (share > 0).sum()
             largest[c, i] = share.max()
-    diag = _compat.trace_from_dict(
-        {"posterior": {"log_likelihood_of_release": loglik, "occupied_states": occupied, "largest_state_share": largest}}
-    )
+    quantities = {"log_likelihood_of_release": loglik, "occupied_states": occupied, "largest_state_share": largest}
+    diag = _compat.trace_from_dict({"posterior": quantities})
     with warnings.catch_warnings():
         # A quantity that is constant across draws (e.g. the number of occupied states once
         # the chains settle) has no variance: ArviZ warns and reports NaN for its R-hat/ESS.
@@ -215,7 +228,7 @@ def run_demo(
         f"  model              HMM with K = {num_states}, {iterations} Gibbs iterations x 2 chains (half burn-in)",
         f"  states in use      {len(used)} of {num_states} (region-month shares: {top})",
         f"  true regimes       adjusted Rand index of the modal states: {ari:.3f}",
-        f"  convergence        {_describe_r_hat(float(diagnostics['r_hat'].max()))}",
+        f"  convergence        {_convergence(quantities, diagnostics['r_hat'])}",
         f"  report             {out}/ states.png emissions.png ledger.txt diagnostics.txt trace.nc summary.txt",
         f"  time               {elapsed:.1f} s",
     ]
