@@ -94,4 +94,5 @@ def test_convergence_line_reads_settled_quantities_by_chain():
     line = _convergence(quantities, {"log_likelihood_of_release": 1.0042, "occupied_states": 9.8e15})
     assert line == "R-hat 1.004 (worst of the label-free quantities); occupied states 2 | 3 by chain (settled)"
     assert "different state configurations" in _describe_r_hat(9.8e15)
+    assert "have not converged" in _describe_r_hat(2.1)
     assert "undefined" in _describe_r_hat(float("nan"))

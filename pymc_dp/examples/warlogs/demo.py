@@ -44,6 +44,8 @@ def _describe_r_hat(r_hat: float) -> str:
         return "R-hat undefined"
     if r_hat > 100:
         return "R-hat > 100: the chains settled in different state configurations (run longer or more chains)"
+    if r_hat > 1.1:
+        return f"R-hat {r_hat:.3f}: the chains have not converged (more --iterations, or a larger --epsilon)"
     return f"R-hat {r_hat:.3f} (worst of the label-free quantities)"
 
 
