@@ -191,9 +191,11 @@ def save(trace: Any, path: str | PathLike[str]) -> None:
 def concat(traces: Sequence[Any], dim: str = "chain") -> Any:
     """Concatenate traces along ``dim`` (``"chain"`` or ``"draw"``), as ``az.concat`` did.
 
-    Groups that have ``dim`` are concatenated; a group without it (``observed_data``,
-    ``constant_data``) is taken from the first trace that has it. Top-level attrs are
-    those of the first trace. With ArviZ < 1 this is ``az.concat(*traces, dim=dim)``.
+    Groups that have ``dim`` in every trace holding them are concatenated (the joined
+    coordinate renumbered 0..n-1, as ``az.concat(reset_dim=True)``); any other group
+    (``observed_data``, a group only one trace has) is taken from the first trace that
+    has it. Top-level attrs are those of the first trace. The same code serves both
+    trace types (``az.concat`` of ArviZ < 1 refuses traces whose groups differ).
     """
     traces = list(traces)
     if not traces:
@@ -202,10 +204,6 @@ def concat(traces: Sequence[Any], dim: str = "chain") -> Any:
         _check(t)
     if len(traces) == 1:
         return traces[0]
-    if all(_is_idata(t) for t in traces):
-        import arviz as az
-
-        return az.concat(*traces, dim=dim)
     names: list[str] = []
     for t in traces:
         names += [g for g in group_names(t) if g not in names]

@@ -289,6 +289,18 @@ def test_zarr_round_trip(fitted, tmp_path):
     np.testing.assert_array_equal(back.posterior["a"].values, out.posterior["a"].values)
 
 
+def test_concat_keeps_a_ledger_stored_only_as_the_attribute(fitted):
+    # A trace whose ledger survives only in the top-level attribute (its privacy group
+    # dropped on the way) still counts: concat attaches the union of every input ledger.
+    first, second = _spend(0.5), _spend(0.25)
+    a = _released(fitted, ledger=first)
+    groups = {g: _compat.get_group(a, g) for g in _compat.group_names(a) if g != "privacy"}
+    b = _compat.new_trace(groups, _compat.get_attrs(_released(fitted, ledger=second)), like=a)
+    both = pmdp.concat([a, b])
+    assert {e.id for e in ledger(both).entries} == {first.entries[0].id, second.entries[0].id}
+    assert ledger(both).total().epsilon == pytest.approx(0.75)
+
+
 def test_concat_along_draw_is_refused_for_traces_with_a_ledger(fitted):
     a = _released(fitted, ledger=_spend())
     with pytest.raises(ValueError, match="along 'chain' only"):

@@ -285,5 +285,14 @@ def concat(traces: Iterable[Any], dim: str = "chain") -> Any:
             f"traces carrying a privacy ledger concatenate along 'chain' only (got dim={dim!r}): the ledger "
             "lives on the chain dimension. Combine the ledgers with PrivacyLedger.combine and attach the result."
         )
+    inputs = [lg for lg in (_read(t) for t in traces) if lg is not None]
     out = _compat.concat(traces, dim=dim)
-    return _attach(out, None) if _read(out) is not None else out
+    if not inputs:
+        return out
+    joined = _read(out)
+    wanted = _combine(inputs)
+    if joined is None or {e.id for e in wanted.entries} - {e.id for e in joined.entries}:
+        # A trace's ledger did not come through the group-wise join (e.g. it had no
+        # privacy group, only the attribute): attach the union so that no spend is lost.
+        return _attach(out, wanted)
+    return _attach(out, None)
