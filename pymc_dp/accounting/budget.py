@@ -65,17 +65,32 @@ class BudgetExceededError(RuntimeError):
     """A spend was refused because it would exceed the ledger's budget.
 
     Raised *before* any noise is drawn or any step runs; the ledger is unchanged.
-    ``budget``, ``spent`` and ``requested`` hold the numbers.
+    ``budget``, ``spent``, ``requested`` and ``would_total`` hold the numbers, and
+    ``reserved`` the basic total held by outstanding reservations (spends in
+    progress, see :meth:`PrivacyLedger.reserve <pymc_dp.accounting.PrivacyLedger.reserve>`)
+    that counted against the budget, or ``None`` when there were none.
     """
 
-    def __init__(self, budget: Budget, spent: PrivacyCost, requested: PrivacyCost, would_total: PrivacyCost, what: str):
+    def __init__(
+        self,
+        budget: Budget,
+        spent: PrivacyCost,
+        requested: PrivacyCost,
+        would_total: PrivacyCost,
+        what: str,
+        reserved: PrivacyCost | None = None,
+    ):
         self.budget = budget
         self.spent = spent
         self.requested = requested
         self.would_total = would_total
+        self.reserved = reserved
+        held = "" if reserved is None else (
+            f"; reserved by spends in progress (ε={reserved.epsilon:.6g}, δ={reserved.delta:.3g})"
+        )
         super().__init__(
             f"privacy budget exceeded: budget is (ε={budget.epsilon:g}, δ={budget.delta:g}) composed by "
-            f"{budget.method!r}; already spent (ε={spent.epsilon:.6g}, δ={spent.delta:.3g}); "
+            f"{budget.method!r}; already spent (ε={spent.epsilon:.6g}, δ={spent.delta:.3g}){held}; "
             f"{what} asks for (ε={requested.epsilon:.6g}, δ={requested.delta:.3g}), which would make "
             f"(ε={would_total.epsilon:.6g}, δ={would_total.delta:.3g}). Nothing was drawn or recorded. "
             "Lower epsilon, reuse an earlier release (post-processing is free), or raise the budget."

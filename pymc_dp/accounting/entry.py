@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, NamedTuple
 
+from .integrity import content_digest
 from .validation import check_count, check_delta, check_epsilon, check_neighbouring
 
 __all__ = ["LedgerEntry", "PrivacyCost", "NOISE_SOURCES"]
@@ -17,6 +18,9 @@ __all__ = ["LedgerEntry", "PrivacyCost", "NOISE_SOURCES"]
 #: research and tests); ``"sampler"``: the MCMC sampler's own generator (private
 #: step methods, tempered posteriors); ``"none"``: no noise drawn by pymc_dp.
 NOISE_SOURCES = ("secure", "seeded", "sampler", "none")
+
+#: The key under which :meth:`LedgerEntry.to_dict` writes the entry's content digest.
+DIGEST_KEY = "digest"
 
 
 class PrivacyCost(NamedTuple):
@@ -117,24 +121,77 @@ class LedgerEntry:
         """The cost of all ``count`` runs under basic composition."""
         return PrivacyCost(self.count * self.epsilon, min(1.0, self.count * self.delta))
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict that :meth:`from_dict` turns back into an equal entry."""
+    def _content(self) -> dict[str, Any]:
+        """Every field as plain JSON data (what the digest covers)."""
         d = asdict(self)
         d["assumptions"] = list(self.assumptions)
         d["event"] = None if self.event is None else _plain(self.event)
         d["details"] = _plain(self.details)
         return d
 
+    @property
+    def digest(self) -> str:
+        """The content digest: SHA-256 (hex) over the canonical JSON of every field.
+
+        Computed from the fields each time, so it always describes the entry as it is
+        (see :mod:`pymc_dp.accounting.integrity` for the canonical form). Two entries
+        have the same digest exactly when all their fields are equal.
+        """
+        return content_digest(self._content())
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict that :meth:`from_dict` turns back into an equal entry.
+
+        Returns
+        -------
+        dict
+            Every field, plus ``"digest"``: the entry's content digest
+            (:attr:`digest`), which :meth:`from_dict` checks.
+        """
+        d = self._content()
+        d[DIGEST_KEY] = content_digest(d)
+        return d
+
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "LedgerEntry":
-        """Rebuild an entry from :meth:`to_dict` output (unknown keys are an error)."""
-        known = set(cls.__dataclass_fields__)
+    def from_dict(cls, data: Mapping[str, Any], *, require_digest: bool = False) -> "LedgerEntry":
+        """Rebuild an entry from :meth:`to_dict` output (unknown keys are an error).
+
+        Parameters
+        ----------
+        data
+            The fields of an entry, and optionally its ``"digest"``.
+        require_digest
+            Refuse data without a digest (entries written before digests existed
+            have none; a ledger of format version 2 requires them).
+
+        Returns
+        -------
+        LedgerEntry
+
+        Raises
+        ------
+        ValueError
+            For an unknown or invalid field, a missing digest when one is required,
+            or a digest that does not match the fields: the entry was altered after
+            it was written.
+        """
+        known = set(cls.__dataclass_fields__) | {DIGEST_KEY}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown ledger entry field(s) {sorted(unknown)}; was this written by a newer pymc_dp?")
         kwargs = dict(data)
+        stored = kwargs.pop(DIGEST_KEY, None)
         kwargs["assumptions"] = tuple(kwargs.get("assumptions", ()))
-        return cls(**kwargs)
+        entry = cls(**kwargs)
+        if stored is None:
+            if require_digest:
+                raise ValueError(f"ledger entry {entry.id} has no content digest; it cannot be verified.")
+        elif stored != entry.digest:
+            raise ValueError(
+                f"ledger entry {entry.id} was altered after it was written: its content digest does not match "
+                "its fields. Do not trust this ledger; read the original file."
+            )
+        return entry
 
 
 def _plain(value: Any) -> Any:
