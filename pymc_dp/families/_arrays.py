@@ -13,6 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..accounting.validation import CONVERT_EXPLICITLY, check_numeric_array
+
 __all__ = ["as_array", "is_dask", "compute", "n_records"]
 
 
@@ -26,20 +28,23 @@ def as_array(data: Any, name: str = "data") -> Any:
 
     pandas Series/DataFrames become NumPy arrays; Dask DataFrames/Series become Dask
     arrays with known chunk lengths. Anything else goes through ``np.asarray``.
+    Records must be numbers (booleans count as 0/1): strings, None, dates, complex
+    values and other objects are a ValueError naming ``name``
+    (:func:`~pymc_dp.accounting.validation.check_numeric_array`), never converted.
     """
     if is_dask(data):
         if hasattr(data, "to_dask_array"):  # dask DataFrame / Series
             data = data.to_dask_array(lengths=True)
+        if np.dtype(data.dtype).kind not in "biuf":  # checked by dtype: the chunks stay where they are
+            raise ValueError(
+                f"{name} must be numeric records, got a Dask array of dtype {data.dtype} (strings, objects, dates "
+                f"or complex values). {CONVERT_EXPLICITLY}"
+            )
         return data.astype(float)
     if hasattr(data, "to_numpy") and callable(data.to_numpy):  # pandas
         data = data.to_numpy()
-    try:
-        if np.iscomplexobj(data):  # NumPy would silently drop the imaginary part
-            raise ValueError("got complex values")
-        arr = np.asarray(data, dtype=float)
-    except (TypeError, ValueError, OverflowError) as err:
-        raise ValueError(f"{name} must be numeric records (an array, pandas or Dask object): {err}") from None
-    return arr
+    # strings, None, dates, complex values and other objects are refused, not coerced
+    return check_numeric_array(data, name).astype(float, copy=False)
 
 
 def compute(*exprs: Any) -> tuple[np.ndarray, ...]:

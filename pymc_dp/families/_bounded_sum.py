@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from ._params import clip_interval, relation
-from .base import Family, check_bound_pair, checked_range, statistic_length
+from .base import Family, check_bound_pair, checked_range, declared_bounds, statistic_length
 
 __all__ = ["BoundedPositiveSum", "positive_support_bounds", "project_sum"]
 
@@ -102,7 +102,9 @@ class BoundedPositiveSum(Family):
         """
         r_lo, r_hi = checked_range(ranges, self.rate_name, self, lower=0.0)
         lo, hi = positive_support_bounds(self.check_bounds(bounds), self.name, strict=self.strictly_positive)
-        return (hi - lo) * (r_hi - r_lo) / 2.0, f"({hi:g} − {lo:g}) × ({r_hi:g} − {r_lo:g}) / 2"
+        how = f"({hi:g} − {lo:g}) × ({r_hi:g} − {r_lo:g}) / 2"
+        declared = f"{declared_bounds('x', lo, hi)} and the range [{r_lo:g}, {r_hi:g}] of {self.rate_name!r}"
+        return self.finite_loglik_sensitivity((hi - lo) * (r_hi - r_lo) / 2.0, how, declared), how
 
     def sum_and_count(self, values: Any, n: Any) -> tuple[Any, Any]:
         """(Σx, N): N is ``n`` under replace, the released count under add/remove."""

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Iterator
 
 import numpy as np
 
-from ..accounting.validation import check_neighbouring
+from ..accounting.validation import check_count as _check_count
+from ..accounting.validation import check_finite_number, check_neighbouring
 from .base import Family, rv_op_name
 
 __all__ = [
@@ -60,16 +59,11 @@ def constant_value_graph(param: Any) -> bool:
 
 
 def check_count(value: Any, what: str, *, minimum: int = 1) -> int:
-    """``value`` as a Python int ≥ ``minimum`` (integral floats accepted), else a ValueError naming ``what``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
-    try:
-        finite = np.isfinite(float(value))
-    except OverflowError:  # an int beyond the double range
-        finite = False
-    if not finite or float(value) != int(value) or int(value) < minimum:
-        raise ValueError(f"{what} must be an integer ≥ {minimum}, got {value!r}.")
-    return int(value)
+    """``value`` as a Python int ≥ ``minimum`` (integral floats accepted), else a ValueError naming ``what``.
+
+    The shared :func:`pymc_dp.accounting.validation.check_count`: booleans and strings are refused.
+    """
+    return _check_count(value, what, minimum=minimum)
 
 
 def constant_count(param: Any, what: str, family: str) -> int:
@@ -94,17 +88,10 @@ def constant_count(param: Any, what: str, family: str) -> int:
 
 
 def positive_float(value: Any, what: str, family: str) -> float:
-    """``value`` as a finite float > 0, or a ValueError naming it."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.ndarray)):
-        raise ValueError(f"family {family!r}: {what} must be a positive number, got {value!r}.")
-    try:
-        out = float(value)
-    except OverflowError:  # an int beyond the double range
-        out = math.inf
-    except (TypeError, ValueError):
-        raise ValueError(f"family {family!r}: {what} must be a positive number, got {value!r}.") from None
-    if not (math.isfinite(out) and out > 0):
-        raise ValueError(f"family {family!r}: {what} must be finite and > 0, got {out}.")
+    """``value`` as a finite float > 0, or a ValueError naming it (strings and booleans are refused)."""
+    out = check_finite_number(value, f"family {family!r}: {what}")
+    if not out > 0:
+        raise ValueError(f"family {family!r}: {what} must be finite and > 0, got {out:g}.")
     return out
 
 

@@ -29,6 +29,8 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
+from ..accounting.validation import check_interval, check_mapping, check_sensitivity_finite
+
 __all__ = ["Family", "project_to_simplex", "project_to_psd", "check_bound_pair", "checked_range"]
 
 
@@ -68,8 +70,17 @@ class Family(ABC):
 
     # ------------------------------------------------------------------ data side
     def check_bounds(self, bounds: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Validate ``bounds`` for this family; a missing one is a ValueError naming it."""
-        bounds = dict(bounds or {})
+        """Validate ``bounds`` for this family; a missing one is a ValueError naming it.
+
+        ``bounds`` must be a mapping (or None); anything else — e.g. a bare
+        ``(lower, upper)`` pair — is a ValueError that shows the expected shape.
+        """
+        bounds = check_mapping(
+            bounds,
+            "bounds",
+            shape=f"{{bound name: value}} for the {self.name} family (its bounds: {list(self.bound_keys) or 'none'})",
+            example=f"bounds={self.bounds_example}" if self.bounds_example else "bounds=None",
+        )
         missing = [k for k in self.bound_keys if k not in bounds]
         if missing:
             raise ValueError(
@@ -119,6 +130,26 @@ class Family(ABC):
     def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
         """The number of records implied by (projected) statistics, when N is private."""
         raise ValueError(f"family {self.name!r} cannot estimate N from its statistics under {neighbouring!r}.")
+
+    def finite_sensitivity(self, value: float, formula: str, declared: str) -> float:
+        """``value``, a sensitivity computed from the declared ``bounds``, if finite; else a ValueError.
+
+        ``formula`` is the computation with its numbers, ``declared`` the bounds it used
+        (e.g. ``"bounds['x'] = (-1e+200, 1e+200)"``): the error says they are too wide
+        for float64 instead of calling the sensitivity unbounded.
+        """
+        return check_sensitivity_finite(value, what=f"the {self.name} family's sensitivity", formula=formula, declared=declared)
+
+    def finite_loglik_sensitivity(self, value: float, formula: str, declared: str) -> float:
+        """As :meth:`finite_sensitivity`, for the log-likelihood sensitivity Δ (bounds and parameter ranges)."""
+        return check_sensitivity_finite(
+            value,
+            what=f"the {self.name} log-likelihood sensitivity Δ",
+            formula=formula,
+            declared=declared,
+            fix="Declare narrower data bounds or truncate the parameters more tightly (pmdp.truncate), or rescale "
+            "the data (e.g. to other units) and the bounds with it.",
+        )
 
     # ------------------------------------------------------------------ model side
     @abstractmethod
@@ -256,16 +287,21 @@ def statistic_length(values: Any) -> int:
 
 
 def check_bound_pair(bounds: Mapping[str, Any], key: str) -> tuple[float, float]:
-    """A ``(lower, upper)`` pair of finite floats with lower < upper, or a ValueError naming ``key``."""
-    try:
-        lo, hi = (float(v) for v in bounds[key])
-    except OverflowError:  # an int beyond the double range
-        raise ValueError(f"bounds[{key!r}] must be finite, got {bounds[key]!r}.") from None
-    except (TypeError, ValueError):
-        raise ValueError(f"bounds[{key!r}] must be a (lower, upper) pair of numbers, got {bounds[key]!r}.") from None
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
-        raise ValueError(f"bounds[{key!r}] must be finite with lower < upper, got ({lo}, {hi}).")
-    return lo, hi
+    """A ``(lower, upper)`` pair of finite real numbers with lower < upper, or a ValueError naming ``key``.
+
+    Strings, booleans, NaN and infinities are refused (:func:`~pymc_dp.accounting.validation.check_interval`).
+    """
+    return check_interval(bounds[key], f"bounds[{key!r}]")
+
+
+def declared_bounds(key: str, lo: Any, hi: Any) -> str:
+    """``"bounds['x'] = (lo, hi)"`` for error messages."""
+
+    def fmt(v: Any) -> str:
+        arr = np.asarray(v, dtype=float).ravel()
+        return f"{arr[0]:g}" if arr.size and np.all(arr == arr[0]) else np.array2string(arr, precision=3)
+
+    return f"bounds[{key!r}] = ({fmt(lo)}, {fmt(hi)})"
 
 
 def project_to_simplex(v: np.ndarray, total: float) -> np.ndarray:

@@ -143,8 +143,10 @@ class Binomial(Family):
         """
         lo, hi = checked_range(ranges, "p", self, lower=0.0, upper=1.0, open_lower=True, open_upper=True)
         logit = lambda q: math.log(q) - math.log1p(-q)  # noqa: E731
-        delta = self.n_trials * (logit(hi) - logit(lo)) / 2.0
-        return delta, f"{self.n_trials} × (logit {hi:g} − logit {lo:g}) / 2"
+        delta = float(self.n_trials) * (logit(hi) - logit(lo)) / 2.0
+        how = f"{self.n_trials} × (logit {hi:g} − logit {lo:g}) / 2"
+        declared = f"n_trials = {self.n_trials} and the range [{lo:g}, {hi:g}] of 'p'"
+        return self.finite_loglik_sensitivity(delta, how, declared), how
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Binomial", dict[str, Any]]:

@@ -155,7 +155,12 @@ def histogram_loglik_sensitivity(family: Family, ranges: Mapping[str, Any], tria
     notes §4), attained by x = the largest category, x′ = the smallest.
     """
     lo, hi = checked_range(ranges, "p", family, lower=0.0, upper=1.0, open_lower=True)
-    return trials * math.log(hi / lo), f"{trials} × log({hi:g} / {lo:g})"
+    how = f"{trials} × log({hi:g} / {lo:g})"
+    declared = f"{trials} trial(s) per record and the range [{lo:g}, {hi:g}] of 'p'"
+    ratio = hi / lo
+    # log(hi) − log(lo) where the ratio itself overflows (lo below ~1e-308)
+    log_ratio = math.log(ratio) if math.isfinite(ratio) else math.log(hi) - math.log(lo)
+    return family.finite_loglik_sensitivity(float(trials) * log_ratio, how, declared), how
 
 
 class Categorical(HistogramNoiseAware, Family):

@@ -50,14 +50,18 @@ keeps (XᵀX)⁺ finite), so valid statistics whose XᵀX has a condition number
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..accounting.validation import check_count, check_finite_array
 from ._arrays import as_array
-from .base import Family, check_bound_pair, project_to_psd, statistic_length
+from .base import Family, check_bound_pair, declared_bounds, project_to_psd, statistic_length
 from ._params import relation
+
+#: The most features accepted: the family releases d(d+1)/2 + d + 1 noisy numbers
+#: (about 500,000 at d = 1,000), and builds that many products per record.
+MAX_FEATURES = 1_000
 
 __all__ = ["LinearRegression"]
 
@@ -102,9 +106,13 @@ class LinearRegression(Family):
                 "family 'linear_regression' needs n_features=d, the number of columns of X (the records are "
                 "rows [x_1, ..., x_d, y])."
             )
-        if isinstance(n_features, (bool, np.bool_)) or not isinstance(n_features, numbers.Integral) or n_features < 1:
-            raise ValueError(f"n_features must be an integer ≥ 1, got {n_features!r}.")
-        self.n_features: int = int(n_features)
+        d = check_count(n_features, "n_features")
+        if d > MAX_FEATURES:
+            raise ValueError(
+                f"n_features={d} is more than the {MAX_FEATURES:,} supported: the family releases d(d+1)/2 + d + 1 "
+                "noisy numbers. Reduce the features first (e.g. select or project them)."
+            )
+        self.n_features: int = d
         d = self.n_features
         # Coordinates of the statistic, as pairs (a, b) of columns of z = (x_1..x_d, y):
         # the upper triangle of XᵀX (row-major, as np.triu_indices), then Xᵀy, then yᵀy.
@@ -163,17 +171,26 @@ class LinearRegression(Family):
         """
         d = self.n_features
         pair = bounds["x"]
+        shape_error = ValueError(
+            f"bounds['x'] must be a (lower, upper) pair of numbers or of length-{d} arrays (one per feature), "
+            f"e.g. bounds={self.bounds_example}; got {pair!r}."
+        )
+        if isinstance(pair, (str, bytes, Mapping)):
+            raise shape_error
         try:
             lo_x, hi_x = pair
-            lo_x = np.broadcast_to(np.asarray(lo_x, dtype=float), (d,)).copy()
-            hi_x = np.broadcast_to(np.asarray(hi_x, dtype=float), (d,)).copy()
         except (TypeError, ValueError):
-            raise ValueError(
-                f"bounds['x'] must be a (lower, upper) pair of numbers or of length-{d} arrays (one per feature), "
-                f"got {pair!r}."
-            ) from None
-        if not (np.all(np.isfinite(lo_x)) and np.all(np.isfinite(hi_x))) or np.any(lo_x > hi_x):
-            raise ValueError(f"bounds['x'] must be finite with lower ≤ upper for every feature, got {pair!r}.")
+            raise shape_error from None
+        # strings, booleans, NaN and ±inf are refused here, naming the end
+        lo_x = check_finite_array(lo_x, "bounds['x'] lower", allow_bool=False)
+        hi_x = check_finite_array(hi_x, "bounds['x'] upper", allow_bool=False)
+        try:
+            lo_x = np.broadcast_to(lo_x, (d,)).copy()
+            hi_x = np.broadcast_to(hi_x, (d,)).copy()
+        except ValueError:
+            raise shape_error from None
+        if np.any(lo_x > hi_x):
+            raise ValueError(f"bounds['x'] must have lower ≤ upper for every feature, got {pair!r}.")
         lo_y, hi_y = check_bound_pair(bounds, "y")
         return np.append(lo_x, lo_y), np.append(hi_x, hi_y)
 
@@ -204,15 +221,20 @@ class LinearRegression(Family):
         See the module docstring for the derivation and when the replace bound is exact.
         """
         lo, hi = self.box(bounds)
-        if relation(neighbouring) == "replace":
-            return float(
-                sum(
-                    _range_of_square(lo[a], hi[a]) if a == b else _range_of_product(lo[a], hi[a], lo[b], hi[b])
-                    for a, b in self._pairs
-                )
-            )
         big = np.maximum(np.abs(lo), np.abs(hi))
-        return float(sum(big[a] * big[b] for a, b in self._pairs) + 1.0)
+        declared = f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}"
+        largest = f"|x| up to {float(big[:-1].max()):g}, |y| up to {float(big[-1]):g}"
+        with np.errstate(over="ignore", invalid="ignore"):
+            if relation(neighbouring) == "replace":
+                total = float(
+                    sum(
+                        _range_of_square(lo[a], hi[a]) if a == b else _range_of_product(lo[a], hi[a], lo[b], hi[b])
+                        for a, b in self._pairs
+                    )
+                )
+                return self.finite_sensitivity(total, f"the sum of the ranges of the products z_a·z_b ({largest})", declared)
+            total = float(sum(big[a] * big[b] for a, b in self._pairs) + 1.0)
+        return self.finite_sensitivity(total, f"Σ M_a·M_b + 1 over the products z_a·z_b ({largest})", declared)
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """XᵀX onto the PSD cone, Xᵀy into its range, yᵀy ≥ Xᵀyᵀ(XᵀX)⁺Xᵀy ≥ 0; N̂ ≥ 1.

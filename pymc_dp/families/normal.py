@@ -44,7 +44,7 @@ import numpy as np
 
 from ._params import clip_interval, constant_value, positive_float, relation, require_op, scalar_param
 from ._noise_aware import as_float64
-from .base import Family, check_bound_pair, checked_range, dist_params, statistic_length
+from .base import Family, check_bound_pair, checked_range, declared_bounds, dist_params, statistic_length
 
 __all__ = ["Normal", "moment_pair_sensitivity"]
 
@@ -139,9 +139,17 @@ class Normal(Family):
         """
         lo, hi = check_bound_pair(bounds, "x")
         big = max(abs(lo), abs(hi))
+        declared = declared_bounds("x", lo, hi)
         if relation(neighbouring) == "replace":
-            return hi - lo if self.known_sigma else moment_pair_sensitivity(lo, hi)
-        return big + 1.0 if self.known_sigma else big + big * big + 1.0
+            span = self.finite_sensitivity(hi - lo, f"hi − lo = {hi:g} − ({lo:g}) = {hi - lo:g}", declared)
+            if self.known_sigma:
+                return span
+            return self.finite_sensitivity(
+                moment_pair_sensitivity(lo, hi), f"max |x − x′| + |x² − x′²| over the box (x² reaches {big:g}² = {big * big:g})", declared
+            )
+        if self.known_sigma:
+            return self.finite_sensitivity(big + 1.0, f"M + 1 with M = {big:g}", declared)
+        return self.finite_sensitivity(big + big * big + 1.0, f"M + M² + 1 with M = {big:g} (M² = {big * big:g})", declared)
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """Onto valid statistics of N̂ records in the box (see the module docstring).
@@ -192,7 +200,7 @@ class Normal(Family):
         s1, s2, count = self.moments(values, n)
         mu = params["mu"]
         if self.known_sigma:
-            return pt.as_tensor_variable((mu * s1 - 0.5 * count * mu * mu) / self.sigma**2)
+            return pt.as_tensor_variable((mu * s1 - 0.5 * count * mu * mu) / (self.sigma * self.sigma))
         sigma = params["sigma"]
         quad = s2 - 2.0 * mu * s1 + count * mu * mu
         return pt.as_tensor_variable(-quad / (2.0 * sigma * sigma) - count * pt.log(sigma))
@@ -217,7 +225,7 @@ class Normal(Family):
 
         mu = as_float64(params["mu"])
         if self.known_sigma:
-            return mu, float(self.sigma) ** 2  # type: ignore[arg-type]
+            return mu, float(self.sigma) * float(self.sigma)  # type: ignore[arg-type]
         var = as_float64(params["sigma"]) ** 2
         zero = pt.zeros(())
         mean = pt.stack([pt.ones(()), mu])
@@ -240,8 +248,11 @@ class Normal(Family):
             )
         m_lo, m_hi = checked_range(ranges, "mu", self)
         lo, hi = check_bound_pair(self.check_bounds(bounds), "x")
-        delta = (hi - lo) * (m_hi - m_lo) / (2.0 * self.sigma**2)
-        return delta, f"({hi:g} − {lo:g}) × ({m_hi:g} − {m_lo:g}) / (2 × {self.sigma:g}²)"
+        how = f"({hi:g} − {lo:g}) × ({m_hi:g} − {m_lo:g}) / (2 × {self.sigma:g}²)"
+        # divided by σ twice rather than by σ², which over- or underflows on its own for extreme σ
+        delta = ((hi - lo) / self.sigma) * ((m_hi - m_lo) / self.sigma) / 2.0
+        declared = f"{declared_bounds('x', lo, hi)} and the range [{m_lo:g}, {m_hi:g}] of 'mu'"
+        return self.finite_loglik_sensitivity(delta, how, declared), how
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Normal", dict[str, Any]]:

@@ -20,11 +20,11 @@ L1 sensitivities, with every clipped record in {0, …, U}:
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..accounting.validation import check_finite_number
 from .base import Family, checked_range, dist_params, rv_op_name, statistic_length
 from ._noise_aware import as_float64
 from ._params import scalar_param
@@ -51,15 +51,11 @@ class Poisson(Family):
             or below 1 (a bound below 1 would clip every record to 0).
         """
         bounds = super().check_bounds(bounds)
-        upper = bounds["upper"]
-        if isinstance(upper, (bool, np.bool_)) or not isinstance(upper, numbers.Real):
-            raise ValueError(f"bounds['upper'] must be a number (the largest count kept), got {upper!r}.")
-        try:
-            upper = float(upper)
-        except OverflowError:  # an int beyond the double range
-            upper = math.inf
-        if not math.isfinite(upper) or upper < 1:
-            raise ValueError(f"bounds['upper'] must be finite and ≥ 1 for the poisson family, got {upper}.")
+        upper = check_finite_number(
+            bounds["upper"], "bounds['upper'] (the largest count kept)", hint=" An infinite bound leaves the sensitivity unbounded."
+        )
+        if upper < 1:
+            raise ValueError(f"bounds['upper'] must be ≥ 1 for the poisson family (a bound below 1 clips every record to 0), got {upper:g}.")
         return {"upper": int(math.floor(upper))}
 
     def invalid(self, x: Any) -> Any:
@@ -163,7 +159,9 @@ class Poisson(Family):
         """
         lo, hi = checked_range(ranges, "mu", self, lower=0.0, open_lower=True)
         upper = self.check_bounds(bounds)["upper"]
-        return upper * (math.log(hi) - math.log(lo)) / 2.0, f"{upper} × (log {hi:g} − log {lo:g}) / 2"
+        how = f"{upper} × (log {hi:g} − log {lo:g}) / 2"
+        declared = f"bounds['upper'] = {float(upper):g} and the range [{lo:g}, {hi:g}] of 'mu'"
+        return self.finite_loglik_sensitivity(float(upper) * (math.log(hi) - math.log(lo)) / 2.0, how, declared), how
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["Poisson", dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..accounting import PrivacyLedger
-from ..accounting.validation import check_epsilon, check_neighbouring
+from ..accounting.validation import check_epsilon, check_neighbouring, check_noise_scale
 from ..mechanisms import laplace_mechanism
 from ._arrays import as_array, compute, n_records
 from .base import Family
@@ -198,13 +198,12 @@ def release_statistics(
     if ledger.neighbouring != prepared.neighbouring:
         raise ValueError(f"the statistics were prepared under {prepared.neighbouring!r}, the ledger uses {ledger.neighbouring!r}.")
     fam, names = prepared.family, prepared.names
+    check_noise_scale(prepared.sensitivity, eps, declared=f"bounds of {prepared.name!r} ({fam.name} family)")
     touched = f"{prepared.name}:{'+'.join(names) if len(names) <= 4 else fam.name + ' statistics'}"
     assumptions = ((PUBLIC_N,) if prepared.neighbouring == "replace" else ()) + tuple(assumptions)
-    noisy = np.atleast_1d(
-        laplace_mechanism(prepared.exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
-                          touched=touched, assumptions=assumptions)
-    )
-    entry = ledger.entries[-1]
+    noisy, entry = laplace_mechanism(prepared.exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger,
+                                     rng=rng, touched=touched, assumptions=assumptions, return_entry=True)
+    noisy = np.atleast_1d(noisy)
     public_n = prepared.n if prepared.neighbouring == "replace" else None
     values = fam.project(noisy, public_n, prepared.bounds, prepared.neighbouring)
     n_out = float(prepared.n) if public_n is not None else fam.n_from_statistics(values, prepared.neighbouring)

@@ -35,8 +35,12 @@ def release_with_additive_noise(
     assumptions: tuple[str, ...] = (),
     add: Callable[[np.ndarray, float], np.ndarray],
     dtype: type,
+    return_entry: bool = False,
 ) -> Any:
-    """Charge ``ledger`` (budget checked first), add the noise, restore the input's shape.
+    """Charge ``ledger`` (budget reserved first), add the noise, restore the input's shape.
+
+    Returns the noisy value, or ``(value, entry)`` with the recorded
+    :class:`~pymc_dp.accounting.LedgerEntry` when ``return_entry``.
 
     A sensitivity of 0 draws nothing: the value is returned unchanged and the entry
     records the requested (ε, δ) with ``event=None`` and ``noise_source="none"``.
@@ -61,6 +65,7 @@ def release_with_additive_noise(
         assumptions=assumptions,
         event=event,
         details={"sensitivity": sensitivity, "scale": scale, **details, "size": int(arr.size)},
-    ):
+    ) as entry:
         noisy = arr.copy() if sensitivity == 0 else add(arr, scale)
-    return _restore_shape(np.asarray(noisy, dtype=dtype), original)
+    released = _restore_shape(np.asarray(noisy, dtype=dtype), original)
+    return (released, entry) if return_entry else released

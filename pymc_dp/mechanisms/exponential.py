@@ -35,7 +35,7 @@ __all__ = ["exponential_mechanism", "exponential_mechanism_probabilities"]
 
 
 def _check_utilities(utilities: Any, n: int | None = None) -> np.ndarray:
-    u = check_finite_array(utilities, "utilities")
+    u = check_finite_array(utilities, "utilities", allow_bool=False)
     if u.ndim != 1 or u.size == 0:
         raise ValueError(f"utilities must be a non-empty 1-D array (one utility per candidate), got shape {u.shape}.")
     if n is not None and u.size != n:
@@ -46,7 +46,7 @@ def _check_utilities(utilities: Any, n: int | None = None) -> np.ndarray:
 def _check_base_measure(base_measure: Any, n: int) -> np.ndarray | None:
     if base_measure is None:
         return None
-    mu = check_finite_array(base_measure, "base_measure")
+    mu = check_finite_array(base_measure, "base_measure", allow_bool=False)
     if mu.shape != (n,):
         raise ValueError(f"base_measure must have one weight per candidate (shape ({n},)), got shape {mu.shape}.")
     if np.any(mu < 0):

@@ -168,6 +168,7 @@ def gaussian_mechanism(
     ledger: "PrivacyLedger",
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     touched: str = "",
+    return_entry: bool = False,
 ) -> Any:
     """Release ``value`` with Gaussian noise calibrated to (ε, δ) by the analytic Gaussian.
 
@@ -192,6 +193,10 @@ def gaussian_mechanism(
     touched
         What the release touched, e.g. ``"y:mean"``; stored in the ledger entry.
 
+    return_entry
+        Also return the :class:`~pymc_dp.accounting.LedgerEntry` this release
+        recorded, as ``(value, entry)`` (the entry is the ledger's record of this
+        spend, whatever else spends from the ledger concurrently).
     Returns
     -------
     float or numpy.ndarray
@@ -230,5 +235,5 @@ def gaussian_mechanism(
         arr, value, mechanism="gaussian", epsilon=eps, delta=d, sensitivity=sens, scale=sigma,
         event={"type": "gaussian", "noise_multiplier": sigma / sens} if sens > 0 else None,
         details={"norm": "l2", "calibration": "analytic Gaussian (Balle & Wang 2018)"},
-        ledger=ledger, source=source, touched=touched, add=source.add_gaussian, dtype=float,
+        ledger=ledger, source=source, touched=touched, add=source.add_gaussian, dtype=float, return_entry=return_entry,
     )

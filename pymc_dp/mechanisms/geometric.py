@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..accounting.validation import check_epsilon, check_sensitivity
+from ..accounting.validation import check_epsilon, check_numeric_array, check_sensitivity
 from ._additive import release_with_additive_noise
 from .noise import _check_touched, _require_ledger, _scale_for, resolve_noise_source
 
@@ -35,6 +35,8 @@ def _check_integer_value(value: Any) -> np.ndarray:
         raise ValueError(f"value must be an integer or an array of integers: {err}") from None
     if arr.dtype.kind == "b":
         raise ValueError("value must be integers (counts), got booleans; convert with value.astype(int) first.")
+    if arr.dtype.kind not in "iuf":
+        check_numeric_array(arr, "value")  # names strings, None, dates and other objects; never converts them
     if arr.dtype.kind in "iu":
         if arr.size and max(abs(int(arr.max())), abs(int(arr.min()))) > _MAX_ABS:
             raise ValueError(f"value must have entries of magnitude <= 2**62, got {arr.max()!r} / {arr.min()!r}.")
@@ -72,6 +74,7 @@ def geometric_mechanism(
     ledger: "PrivacyLedger",
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     touched: str = "",
+    return_entry: bool = False,
 ) -> Any:
     """Release integer ``value`` with discrete Laplace noise, pmf ∝ ``exp(-|k| ε / Δ)`` (ε-DP).
 
@@ -95,6 +98,10 @@ def geometric_mechanism(
     touched
         What the release touched, e.g. ``"y:count"``; stored in the ledger entry.
 
+    return_entry
+        Also return the :class:`~pymc_dp.accounting.LedgerEntry` this release
+        recorded, as ``(value, entry)`` (the entry is the ledger's record of this
+        spend, whatever else spends from the ledger concurrently).
     Returns
     -------
     int or numpy.ndarray
@@ -131,7 +138,7 @@ def geometric_mechanism(
         arr, value, mechanism="geometric", epsilon=eps, delta=0.0, sensitivity=sens, scale=scale,
         event={"type": "discrete_laplace", "noise_parameter": 1.0 / scale, "sensitivity": sens} if sens > 0 else None,
         details={"norm": "l1"}, ledger=ledger, source=source, touched=touched, add=source.add_discrete_laplace,
-        dtype=np.int64,
+        dtype=np.int64, return_entry=return_entry,
     )
 
 

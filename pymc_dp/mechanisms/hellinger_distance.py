@@ -49,6 +49,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ..accounting.validation import check_numeric_array
+
 __all__ = ["hellinger", "log_bhattacharyya", "midpoint_defect"]
 
 #: |h|/m at or below which the defect is summed from its Taylor series.
@@ -136,13 +138,12 @@ def _defect_error_size(m: np.ndarray, h: np.ndarray, defect: np.ndarray) -> np.n
 
 def _check_parameters(x: Any, name: str) -> np.ndarray:
     try:
-        if np.iscomplexobj(x):  # NumPy would silently drop the imaginary part
-            raise TypeError
-        arr = np.asarray(x, dtype=float)
-    except OverflowError:  # an int beyond the double range
-        raise ValueError(f"{name} must be finite and > 0 (Dirichlet parameters), got {x!r}.") from None
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of Dirichlet parameters (numbers), got {type(x).__name__}.") from None
+        # strings, booleans, None and complex values are refused, never converted
+        arr = check_numeric_array(x, name, allow_bool=False).astype(float)
+    except ValueError as err:
+        if "double range" in str(err):  # an int beyond the double range
+            raise ValueError(f"{name} must be finite and > 0 (Dirichlet parameters), got {x!r}.") from None
+        raise TypeError(f"{name} must be an array of Dirichlet parameters (numbers): {err}") from None
     if arr.ndim == 0 or arr.shape[-1] < 2:
         raise ValueError(
             f"{name} must hold at least 2 Dirichlet parameters along its last axis (k = 2 is a Beta), got shape {arr.shape}."

@@ -67,7 +67,7 @@ from scipy import special
 
 from ..accounting import LedgerEntry, PrivacyLedger
 from ..accounting.ledger import resolve_ledger
-from ..accounting.validation import check_epsilon
+from ..accounting.validation import CONVERT_EXPLICITLY, check_epsilon, check_numeric_array, describe_non_number
 from ._compositions import BLOCK_ROWS, composition_blocks, compositions, num_compositions
 from .hellinger_distance import hellinger_from_log_bc, midpoint_defect
 from .noise import _check_touched, _scale_for, resolve_noise_source
@@ -180,13 +180,12 @@ def _check_counts(counts: Any) -> np.ndarray:
 
 def _check_prior(prior: Any, k: int) -> np.ndarray:
     try:
-        if np.iscomplexobj(prior):  # NumPy would silently drop the imaginary part
-            raise TypeError
-        arr = np.asarray(prior, dtype=float)
-    except OverflowError:  # an int beyond the double range
-        raise ValueError(f"prior parameters must be finite and > 0, got {prior!r}.") from None
-    except (TypeError, ValueError):
-        raise TypeError(f"prior must be the Dirichlet prior's parameters (numbers), got {type(prior).__name__}.") from None
+        # strings, booleans, None and complex values are refused, never converted
+        arr = check_numeric_array(prior, "prior", allow_bool=False).astype(float)
+    except ValueError as err:
+        if "double range" in str(err):  # an int beyond the double range
+            raise ValueError(f"prior parameters must be finite and > 0, got {prior!r}.") from None
+        raise TypeError(f"prior must be the Dirichlet prior's parameters (numbers): {err}") from None
     if arr.ndim == 0:
         arr = np.full(k, float(arr))
     if arr.shape != (k,):
@@ -197,6 +196,8 @@ def _check_prior(prior: Any, k: int) -> np.ndarray:
 
 
 def _check_gamma(gamma: Any) -> float:
+    if describe_non_number(gamma) is not None:  # strings and booleans are refused, never converted
+        raise TypeError(f"gamma must be a number in (0, 1], got {describe_non_number(gamma)}. {CONVERT_EXPLICITLY}")
     try:
         g = float(gamma)
     except OverflowError:  # an int beyond the double range

@@ -33,6 +33,7 @@ def laplace_mechanism(
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     touched: str = "",
     assumptions: Sequence[str] = (),
+    return_entry: bool = False,
 ) -> Any:
     """Release ``value`` with Laplace noise of scale ``sensitivity / epsilon`` (ε-DP).
 
@@ -61,6 +62,10 @@ def laplace_mechanism(
         Conditions the guarantee rests on that a reader of the ledger should see
         (e.g. that N is public); stored in the ledger entry.
 
+    return_entry
+        Also return the :class:`~pymc_dp.accounting.LedgerEntry` this release
+        recorded, as ``(value, entry)`` (the entry is the ledger's record of this
+        spend, whatever else spends from the ledger concurrently).
     Returns
     -------
     float or numpy.ndarray
@@ -106,5 +111,5 @@ def laplace_mechanism(
         arr, value, mechanism="laplace", epsilon=eps, delta=0.0, sensitivity=sens, scale=scale,
         event={"type": "laplace", "noise_multiplier": scale / sens} if sens > 0 else None,
         details={"norm": "l1"}, ledger=ledger, source=source, touched=touched,
-        assumptions=tuple(str(a) for a in assumptions), add=source.add_laplace, dtype=float,
+        assumptions=tuple(str(a) for a in assumptions), add=source.add_laplace, dtype=float, return_entry=return_entry,
     )

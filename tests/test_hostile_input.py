@@ -1,0 +1,59 @@
+"""Hostile input gets a clear error naming the argument and the fix (audit class 10).
+
+An audit found strings silently coerced to numbers (records, bounds, values), a bare
+pair where a mapping is expected answered by a cryptic ``TypeError`` about dictionary
+update sequences, and bounds of ±1e200 answered by "declare data bounds" (x² had
+overflowed). Each case is refused before anything is spent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp as pmdp
+
+
+@pytest.mark.parametrize(
+    "call, argument",
+    [
+        (lambda: pmdp.privatize(["1", "0", "1"], "bernoulli", epsilon=1.0), "data"),
+        (lambda: pmdp.privatize(np.array(["1.5", "2.0"]), "normal", epsilon=1.0, bounds={"x": (0, 5)}), "data"),
+        (lambda: pmdp.privatize(np.array([1.5, 2.0]), "normal", epsilon=1.0, bounds={"x": ("0", "5")}), r"bounds\['x'\]"),
+        (lambda: pmdp.privatize(np.array([1, 0]), "bernoulli", epsilon="1"), "epsilon"),
+        (lambda: pmdp.PrivacyLedger().spend("laplace", "1"), "epsilon"),
+    ],
+)
+def test_strings_are_refused_naming_the_argument_never_converted(call, argument):
+    with pytest.raises(ValueError, match=f"{argument}.*(string|strings)") as err:
+        call()
+    assert "convert explicitly" in str(err.value)
+
+
+def _normal_model():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu, 1, observed=np.array([0.5, 1.2, 0.3]))
+    return model
+
+
+def test_a_bare_pair_where_a_mapping_is_expected_says_what_shape_is_wanted():
+    with pytest.raises(ValueError, match=r"bounds must be a mapping \{bound name: value\}.*bare pair"):
+        pmdp.privatize(np.array([1.5, 2.0]), "normal", epsilon=1.0, bounds=(0, 5))
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(ValueError, match=r"bounds must be a mapping \{observed variable: \{parameter.*bare pair"):
+        pmdp.sample(10, model=_normal_model(), epsilon=1.0, bounds=(0, 1), ledger=ledger, progressbar=False)
+    assert len(ledger) == 0
+
+
+def test_huge_bounds_say_they_are_too_wide_not_that_bounds_are_missing():
+    with pytest.raises(ValueError, match="too wide") as err:
+        pmdp.privatize(np.array([1.5, 2.0]), "normal", epsilon=1.0, bounds={"x": (-1e200, 1e200)})
+    assert "declare data bounds" not in str(err.value).lower()
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(ValueError, match="noise scale .* beyond") as err:
+        pmdp.sample(10, model=_normal_model(), epsilon=1.0, bounds={"y": {"x": (-1e200, 1e200)}}, ledger=ledger,
+                    progressbar=False)
+    assert "bounds of 'y'" in str(err.value)
+    assert len(ledger) == 0  # refused while planning: nothing spent
