@@ -31,7 +31,7 @@ from .model import (
     temper,
     truncate,
 )
-from .sampling import sample
+from .routes import OPS, Gibbs, Laplace, sample
 from .step_methods import PrivateGibbs, PrivateMetropolis
 from .trace import attach_ledger, concat, ledger, plot_ledger, release
 
@@ -44,6 +44,9 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "Budget",
+    "Gibbs",
+    "Laplace",
+    "OPS",
     "BudgetExceededError",
     "LedgerEntry",
     "LoglikSensitivity",

@@ -137,6 +137,14 @@ def with_group(obj: Any, name: str, ds: xr.Dataset) -> Any:
     return tree
 
 
+def isel_draws(obj: Any, indices: Sequence[int]) -> Any:
+    """A new trace holding only the posterior, cut to the draws at ``indices`` (other groups are left out)."""
+    posterior = get_group(obj, "posterior")
+    if posterior is None:
+        raise ValueError("the trace has no posterior group to select draws from.")
+    return new_trace({"posterior": posterior.isel(draw=list(indices))}, get_attrs(obj), like=obj)
+
+
 def get_attrs(obj: Any) -> dict[str, Any]:
     """Copy of the top-level attrs of a trace."""
     _check(obj)

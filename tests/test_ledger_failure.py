@@ -19,7 +19,7 @@ import pytest
 
 import pymc_dp as pmdp
 from pymc_dp.accounting import Budget, BudgetExceededError, PrivacyLedger
-from pymc_dp.sampling.gibbs import INTERRUPTED_RUN
+from pymc_dp.routes.gibbs import INTERRUPTED_RUN
 from pymc_dp.step_methods import PrivateGibbs
 
 N, SUCCESSES = 40, 6
@@ -202,10 +202,10 @@ def test_laplace_statistics_keep_their_entry_when_sampling_crashes(monkeypatch):
 
 
 def test_ops_crash_records_nothing_and_releases_nothing(monkeypatch):
-    import pymc_dp.sampling.ops as ops_module
+    import pymc_dp.routes.base as base_module
 
     released = []
-    monkeypatch.setattr(ops_module, "release", lambda *a, **k: released.append(1))
+    monkeypatch.setattr(base_module, "release", lambda *a, **k: released.append(1))
     seen = crash_after_draws(monkeypatch, after=CRASH_AT)
     ledger = PrivacyLedger(budget=Budget(epsilon=10.0))
     with beta_bernoulli():

@@ -280,7 +280,7 @@ def test_privatize_model(spy):
 
 
 def test_sample_privacy_flag(spy, monkeypatch):
-    import pymc_dp.sampling.laplace as route
+    import pymc_dp.routes.laplace as route
 
     real_sample, real_privatize = pm.sample, route.privatize_model
     privatised = []

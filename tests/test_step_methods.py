@@ -416,7 +416,7 @@ def test_latent_scan_draws_each_record_from_its_tempered_conditional():
 
 
 def test_plan_gibbs_knows_the_cost_before_sampling():
-    from pymc_dp.sampling import plan_gibbs
+    from pymc_dp.routes import plan_gibbs
 
     with truncated_model() as model:
         plan = plan_gibbs(model, draws=300, tune=100, chains=3, temperature=T)

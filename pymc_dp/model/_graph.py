@@ -17,7 +17,9 @@ def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[A
     return walk(list(graphs), blockers=list(blockers))
 
 
-def data_leaves(graphs: Sequence[Any], blockers: Iterable[Any] = (), record_counts: Iterable[int] = ()) -> list[Any]:
+def data_leaves(
+    graphs: Sequence[Any], blockers: Iterable[Any] = (), record_counts: Iterable[int] = (), public: Iterable[Any] = ()
+) -> list[Any]:
     """Leaves of ``graphs`` that carry record data.
 
     Those are shared variables other than random generators (``pm.Data``
@@ -25,16 +27,19 @@ def data_leaves(graphs: Sequence[Any], blockers: Iterable[Any] = (), record_coun
     ``record_counts`` (NumPy record data passed straight into a model, such as a
     covariate column). Other constants (prior hyperparameters such as a Dirichlet's
     concentration vector) are taken to be public. The walk stops at ``blockers``
-    (e.g. the model's free random variables).
+    (e.g. the model's free random variables). Leaves in ``public`` are not data: the
+    lengths of a model's dims (:func:`dim_lengths`, shared scalars on PyMC 6) are sizes
+    the model declares, not records.
     """
     from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.graph.basic import Constant
     from pytensor.tensor.random.type import RandomType
 
     counts = {int(c) for c in record_counts if int(c) > 1}
+    skip = set(public)
     out = []
     for var in ancestors(graphs, blockers):
-        if var.owner is not None:
+        if var.owner is not None or var in skip:
             continue
         if isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
             out.append(var)
@@ -43,6 +48,11 @@ def data_leaves(graphs: Sequence[Any], blockers: Iterable[Any] = (), record_coun
             if shape and shape[0] in counts:
                 out.append(var)
     return out
+
+
+def dim_lengths(model: Any) -> list[Any]:
+    """The variables holding the lengths of ``model``'s dims (declared sizes, not data)."""
+    return list(getattr(model, "dim_lengths", {}).values())
 
 
 def describe_leaf(var: Any) -> str:

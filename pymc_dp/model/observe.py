@@ -148,8 +148,12 @@ def observe_stats(
     import pytensor.tensor as pt
 
     model = pm.modelcontext(model)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be the (non-empty) name of the likelihood term, a string; got {name!r}.")
     if not isinstance(stats, PrivateStatistics):
         raise ValueError(f"stats must be the output of pmdp.privatize, got {type(stats).__name__}.")
+    if not isinstance(noise_aware, (bool, np.bool_)):  # bool("False") is True: flags are not converted
+        raise ValueError(f"noise_aware must be True or False, got {noise_aware!r}.")
     if isinstance(dist, Mapping):
         params = dict(dist)
     else:

@@ -12,21 +12,27 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .._compat import model_var, model_var_parts
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
-from ..accounting.validation import check_epsilon
+from ..accounting.validation import (
+    check_epsilon,
+    check_finite_number,
+    check_mapping,
+    check_model_bounds,
+    check_noise_scale,
+)
 from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import ancestors
 from ._graph import data_leaves, describe_leaf
 from .observe import _register, noise_mixing_name, statistics_loglik
 
-__all__ = ["privatize_model", "PrivatisedModel", "split_epsilon"]
+__all__ = ["privatize_model", "plan_privatization", "PrivatizationPlan", "PrivatisedModel", "split_epsilon"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,9 @@ def split_epsilon(epsilon: float, names: list[str], weights: Mapping[str, float]
     eps = check_epsilon(epsilon)
     if weights is None:
         return {n: eps / len(names) for n in names}
-    weights = dict(weights)
+    weights = check_mapping(
+        weights, "epsilon_split", shape="{observed variable: weight}", example="epsilon_split={'y': 3, 'z': 1}"
+    )
     unknown = sorted(set(weights) - set(names))
     missing = sorted(set(names) - set(weights))
     if unknown or missing:
@@ -74,11 +82,16 @@ def split_epsilon(epsilon: float, names: list[str], weights: Mapping[str, float]
             f"epsilon_split must give a weight to each observed variable {names}; "
             f"missing {missing}, unknown {unknown}."
         )
-    for k, w in weights.items():
-        if not (isinstance(w, (int, float, np.floating, np.integer)) and np.isfinite(w) and w > 0):
+    for k, w in weights.items():  # strings and booleans are refused, never converted
+        weights[k] = check_finite_number(w, f"epsilon_split[{k!r}]")
+        if not weights[k] > 0:
             raise ValueError(f"epsilon_split[{k!r}] must be a positive number, got {w!r}.")
-    total = float(sum(weights.values()))
-    return {n: eps * float(weights[n]) / total for n in names}
+    total = sum(weights.values())
+    if not np.isfinite(total):  # weights near the double range: scaled to at most 1 first
+        top = max(weights.values())
+        weights = {k: w / top for k, w in weights.items()}
+        total = sum(weights.values())
+    return {n: eps * weights[n] / total for n in names}
 
 
 def _observed_records(model: Any, rv: Any) -> np.ndarray:
@@ -290,42 +303,115 @@ def privatize_model(
     """
     import pymc as pm
 
-    model = pm.modelcontext(model)
+    ledger = resolve_ledger(ledger, neighbouring)
+    plan = plan_privatization(
+        pm.modelcontext(model), epsilon, bounds=bounds, neighbouring=ledger.neighbouring,
+        epsilon_split=epsilon_split, noise_aware=noise_aware, public=public,
+    )
+    with ledger.spend_planned(plan.entries(), what="privatising the model's observed variables") as scratch:
+        private = plan.release(scratch, rng)
+    return replace(private, ledger=ledger, statistics={k: replace(v, ledger=ledger) for k, v in private.statistics.items()})
+
+
+@dataclass(frozen=True)
+class PrivatizationPlan:
+    """A validated privatisation of a model, priced and rehearsed; nothing drawn yet.
+
+    Built by :func:`plan_privatization`. :meth:`entries` is what :meth:`release` will
+    charge; the record-free model was already built once on data-free placeholder
+    statistics, so every refusal the rebuild can make happens before any spend.
+    """
+
+    model: Any
+    prepared: Mapping[str, Any]
+    shares: Mapping[str, float]
+    noise_aware: Mapping[str, bool]
+    public: frozenset[str]
+    neighbouring: str
+
+    def entries(self) -> list[LedgerEntry]:
+        """The Laplace releases :meth:`release` makes, one per private observed variable."""
+        return [
+            LedgerEntry("laplace", self.shares[n], event=p.laplace_event(self.shares[n]), neighbouring=self.neighbouring)
+            for n, p in self.prepared.items()
+        ]
+
+    def release(self, ledger: PrivacyLedger, rng: Any = None) -> PrivatisedModel:
+        """Draw the noise (charging ``ledger``) and build the record-free model."""
+        declared = (public_assumption(sorted(self.public)),) if self.public else ()
+        stats = {
+            name: release_statistics(p, self.shares[name], ledger=ledger, rng=rng, assumptions=declared)
+            for name, p in self.prepared.items()
+        }
+        new_model, dropped = _rebuild_without_records(
+            self.model, stats, [p.n for p in self.prepared.values()], self.noise_aware, self.public
+        )
+        if dropped:
+            warnings.warn(
+                "privatize_model left out Deterministic(s) of the records: " + ", ".join(sorted(dropped)),
+                UserWarning,
+                stacklevel=3,
+            )
+        for s in stats.values():
+            _register(new_model, s)
+        return PrivatisedModel(model=new_model, statistics=stats, ledger=ledger, dropped=dropped,
+                               noise_aware=self.noise_aware)
+
+
+def plan_privatization(
+    model: Any,
+    epsilon: float | None,
+    *,
+    bounds: Mapping[str, Mapping[str, Any]] | None = None,
+    neighbouring: str = "replace",
+    epsilon_split: Mapping[str, float] | None = None,
+    noise_aware: bool | str = "auto",
+    public: Sequence[str] = (),
+) -> PrivatizationPlan:
+    """Validate a privatisation of ``model`` completely and price it, spending nothing.
+
+    Every check :func:`privatize_model` makes happens here: the families, the
+    bounds, the statistics, the noise-aware choice, and the record-free rebuild itself
+    (run once on placeholder statistics that read no records, so a model the rebuild
+    refuses — e.g. a ``pm.Data`` container in a prior — is refused before any noise is
+    drawn). See :func:`privatize_model` for the arguments.
+    """
     if epsilon is None:
         raise ValueError("pass epsilon=, the total privacy budget to spend on the model's observed data.")
     eps = check_epsilon(epsilon)
-    ledger = resolve_ledger(ledger, neighbouring)
     public_names = _check_public(model, public)
     if not [rv for rv in model.observed_RVs if rv.name not in public_names]:
         raise ValueError(
             "the model has no private observed variables: there are no records to privatise"
             + (" (every observed variable was declared public; sample it with pm.sample)." if public_names else ".")
         )
-    if bounds is not None and not isinstance(bounds, Mapping):
-        raise ValueError("bounds must map observed variable names to their bounds, e.g. {'y': {'x': (0, 1)}}.")
+    bounds = check_model_bounds(bounds)  # {observed variable: {parameter: (lower, upper)}}, or a ValueError
+    prepared = _plan(model, dict(bounds or {}), neighbouring, public_names)
+    aware = {name: _use_noise_aware(noise_aware, p.family, p.neighbouring, name) for name, p in prepared.items()}
+    plan = PrivatizationPlan(
+        model=model, prepared=prepared, shares=split_epsilon(eps, list(prepared), epsilon_split),
+        noise_aware=aware, public=public_names, neighbouring=neighbouring,
+    )
+    for name, p in prepared.items():
+        check_noise_scale(p.sensitivity, plan.shares[name], declared=f"bounds of {name!r} ({p.family.name} family)")
+    _rebuild_without_records(  # the rehearsal: placeholders, no records, result discarded
+        model, {n: _placeholder(p, plan.shares[n]) for n, p in prepared.items()},
+        [p.n for p in prepared.values()], aware, public_names,
+    )
+    return plan
 
-    plans = _plan(model, dict(bounds or {}), ledger.neighbouring, public_names)
-    aware = {name: _use_noise_aware(noise_aware, p.family, p.neighbouring, name) for name, p in plans.items()}
-    shares = split_epsilon(eps, list(plans), epsilon_split)
-    ledger.check_all([
-        LedgerEntry("laplace", shares[name], event=p.laplace_event(shares[name]), neighbouring=ledger.neighbouring)
-        for name, p in plans.items()
-    ])
-    declared = (public_assumption(sorted(public_names)),) if public_names else ()
-    stats = {
-        name: release_statistics(p, shares[name], ledger=ledger, rng=rng, assumptions=declared)
-        for name, p in plans.items()
-    }
-    new_model, dropped = _rebuild_without_records(model, stats, [p.n for p in plans.values()], aware, public_names)
-    if dropped:
-        warnings.warn(
-            "privatize_model left out Deterministic(s) of the records: " + ", ".join(sorted(dropped)),
-            UserWarning,
-            stacklevel=2,
-        )
-    for s in stats.values():
-        _register(new_model, s)
-    return PrivatisedModel(model=new_model, statistics=stats, ledger=ledger, dropped=dropped, noise_aware=aware)
+
+def _placeholder(prepared: Any, epsilon: float) -> PrivateStatistics:
+    """Statistics of the right family and shape whose values read no record (zeros, projected)."""
+    fam = prepared.family
+    public_n = prepared.n if prepared.neighbouring == "replace" else None
+    zeros = np.zeros(np.shape(np.atleast_1d(prepared.exact)))
+    values = np.asarray(fam.project(zeros, public_n, prepared.bounds, prepared.neighbouring), dtype=float)
+    return PrivateStatistics(
+        family=fam, names=prepared.names, values=values, noisy=zeros, n=float(public_n or 1.0), epsilon=epsilon,
+        sensitivity=prepared.sensitivity, scale=prepared.sensitivity / epsilon, neighbouring=prepared.neighbouring,
+        bounds=prepared.bounds, entry_id="rehearsal", noise_source="none", ledger=PrivacyLedger(neighbouring=prepared.neighbouring),
+    )
 
 
 def public_assumption(names: Sequence[str]) -> str:

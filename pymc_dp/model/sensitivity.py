@@ -38,7 +38,7 @@ import numpy as np
 from ..accounting.validation import check_epsilon, check_neighbouring
 from ..families import family_of_dist
 from ..families._params import per_record_parameters
-from ._graph import ancestors, data_leaves, describe_leaf, only_constants
+from ._graph import ancestors, data_leaves, describe_leaf, dim_lengths, only_constants
 from .tempering import loglik_clip_of
 from .truncation import is_simplex_floor
 
@@ -309,7 +309,7 @@ def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
                 "than its own log-likelihood term, and no sensitivity can be proven. Such models are not "
                 "supported by tempered posteriors."
             )
-        leaves = data_leaves(graphs, blockers=free, record_counts=record_counts)
+        leaves = data_leaves(graphs, blockers=free, record_counts=record_counts, public=dim_lengths(model))
         if leaves:
             per_record = where.startswith("the parameters")
             raise ValueError(

@@ -13,7 +13,9 @@ PyMC 6 / ArviZ 1, ``arviz.InferenceData`` with PyMC 5) lives in ``pymc_dp._compa
 
 from .ledger_io import MissingLedgerError, attach_ledger, concat, ledger
 from .plot import cumulative_epsilon, plot_ledger
-from .release import RELEASED_ATTRS, data_dependent_deterministics, release
+from .release import (
+    RELEASED_ATTRS, check_released_variables, data_dependent_deterministics, imputed_variables, release,
+)
 
 __all__ = [
     "attach_ledger",
@@ -22,6 +24,8 @@ __all__ = [
     "release",
     "MissingLedgerError",
     "data_dependent_deterministics",
+    "imputed_variables",
+    "check_released_variables",
     "RELEASED_ATTRS",
     "cumulative_epsilon",
     "plot_ledger",

@@ -108,8 +108,8 @@ def _per_chain_texts(idata: Any) -> list[str] | None:
     return _as_strings(ds["ledger"].values)
 
 
-def _privacy_group(per_chain: list[PrivacyLedger], chains: np.ndarray) -> xr.Dataset:
-    texts = [lg.to_json() for lg in per_chain]
+def _privacy_group(per_chain: list[PrivacyLedger], chains: np.ndarray, key: bytes | str | None) -> xr.Dataset:
+    texts = [lg.to_json(key=key) for lg in per_chain]
     totals = [lg.total("basic") for lg in per_chain]
     ds = xr.Dataset(
         {
@@ -128,7 +128,7 @@ def _privacy_group(per_chain: list[PrivacyLedger], chains: np.ndarray) -> xr.Dat
     return ds
 
 
-def attach_ledger(idata: Any, ledger: PrivacyLedger) -> Any:
+def attach_ledger(idata: Any, ledger: PrivacyLedger, *, key: bytes | str | None = None) -> Any:
     """Return a copy of ``idata`` that carries ``ledger``.
 
     The ledger is stored twice: as JSON in ``attrs["pymc_dp_ledger"]`` and as a
@@ -143,6 +143,12 @@ def attach_ledger(idata: Any, ledger: PrivacyLedger) -> Any:
         An ``arviz.InferenceData`` (or ``xarray.DataTree``). Not modified.
     ledger
         The ledger of every privacy spend behind this trace.
+    key
+        A curator's secret key: every stored copy of the ledger is signed with it
+        (HMAC-SHA256), so that a third party holding the key can check with
+        ``pmdp.ledger(trace, key=...)`` that nobody altered it. Without a key the
+        copies still carry content digests, which catch edits by anyone who did not
+        recompute them.
 
     Returns
     -------
@@ -157,10 +163,10 @@ def attach_ledger(idata: Any, ledger: PrivacyLedger) -> Any:
     """
     if not isinstance(ledger, PrivacyLedger):
         raise TypeError(f"ledger must be a pymc_dp PrivacyLedger, got {type(ledger).__name__}.")
-    return _attach(idata, ledger)
+    return _attach(idata, ledger, key)
 
 
-def _attach(idata: Any, ledger: PrivacyLedger | None) -> Any:
+def _attach(idata: Any, ledger: PrivacyLedger | None, key: bytes | str | None = None) -> Any:
     """Rebuild the privacy group and attr from what ``idata`` holds, plus ``ledger`` if given.
 
     Returns ``idata`` itself when there is nothing to attach.
@@ -181,9 +187,9 @@ def _attach(idata: Any, ledger: PrivacyLedger | None) -> Any:
     else:
         per_chain = [_combine([lg, ledger]) for lg in old_per_chain]
     everything = _combine(_dedupe_ledgers(per_chain))
-    out = _compat.with_group(idata, PRIVACY_GROUP, _privacy_group(per_chain, chains))
+    out = _compat.with_group(idata, PRIVACY_GROUP, _privacy_group(per_chain, chains, key))
     attrs = _compat.get_attrs(out)
-    attrs[LEDGER_ATTR] = everything.to_json()
+    attrs[LEDGER_ATTR] = everything.to_json(key=key)
     attrs[VERSION_ATTR] = _pymc_dp_version()
     return _compat.with_attrs(out, attrs)
 
@@ -195,23 +201,27 @@ def _dedupe_ledgers(ledgers: list[PrivacyLedger]) -> list[PrivacyLedger]:
     return list(by_text.values())
 
 
-def _read(idata: Any) -> PrivacyLedger | None:
+def _read(idata: Any, key: bytes | str | None = None) -> PrivacyLedger | None:
     texts = _per_chain_texts(idata) or []
     texts += _as_strings(_compat.get_attrs(idata).get(LEDGER_ATTR))
     texts = _unique(texts)
     if not texts:
         return None
-    return _combine([_parse(t) for t in texts])
-
-
-def _parse(text: str) -> PrivacyLedger:
+    parsed = [_parse(t, key) for t in texts]
     try:
-        return PrivacyLedger.from_json(text)
+        return _combine(parsed)
+    except ValueError as err:
+        raise ValueError(f"the privacy ledgers stored on this trace contradict each other: {err}") from None
+
+
+def _parse(text: str, key: bytes | str | None = None) -> PrivacyLedger:
+    try:
+        return PrivacyLedger.from_json(text, key=key)
     except (ValueError, TypeError, KeyError) as err:
-        raise ValueError(f"the privacy ledger stored on this trace is corrupt: {err}") from None
+        raise ValueError(f"the privacy ledger stored on this trace cannot be trusted: {err}") from None
 
 
-def ledger(idata: Any) -> PrivacyLedger:
+def ledger(idata: Any, *, key: bytes | str | None = None) -> PrivacyLedger:
     """The privacy ledger of a trace produced (or released) by pymc_dp.
 
     Reads the per-chain ledgers of the ``privacy`` group and the
@@ -224,6 +234,10 @@ def ledger(idata: Any) -> PrivacyLedger:
     idata
         An ``arviz.InferenceData`` / ``xarray.DataTree``, or the path of a trace
         saved with ``to_netcdf``.
+    key
+        The curator's secret key: every stored copy of the ledger must carry a valid
+        signature under it (see :func:`attach_ledger`). Without a key, every copy's
+        content digests are still checked.
 
     Returns
     -------
@@ -235,11 +249,12 @@ def ledger(idata: Any) -> PrivacyLedger:
     MissingLedgerError
         If the trace carries no ledger.
     ValueError
-        If a stored ledger cannot be parsed.
+        If a stored ledger cannot be parsed, fails its digest or signature check,
+        or contradicts another stored copy (an entry altered in one of them).
     """
     if isinstance(idata, (str, PathLike)):
         idata = _compat.load(idata)
-    found = _read(idata)
+    found = _read(idata, key)
     if found is None:
         raise MissingLedgerError(
             "this trace was not produced by pymc_dp: it has no privacy ledger (no 'privacy' group and "

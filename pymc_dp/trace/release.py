@@ -11,7 +11,7 @@ be safe into a new object and nothing else.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,9 @@ from ..accounting import PrivacyLedger
 from .. import _compat
 from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_dp_version
 
-__all__ = ["release", "data_dependent_deterministics", "RELEASED_ATTRS"]
+__all__ = [
+    "release", "data_dependent_deterministics", "imputed_variables", "check_released_variables", "RELEASED_ATTRS",
+]
 
 #: Attributes copied into a released trace (top level and per group); everything else
 #: is dropped. ``created_at`` is the wall-clock time the trace was built and says
@@ -101,6 +103,104 @@ def data_dependent_deterministics(model: Any) -> dict[str, str]:
             out[det.name] = reason
             break
     return out
+
+
+def imputed_variables(model: Any) -> dict[str, str]:
+    """The free variables PyMC created to impute missing observations: ``{free variable: observed variable}``.
+
+    Observed data with NaN (or a masked array) makes PyMC split the variable ``y`` into
+    an observed ``y_observed``, a free ``y_unobserved`` with one entry per missing
+    record, and a Deterministic ``y`` joining them. The free variable's shape is the
+    number of missing records: releasing it, or anything of its shape, releases that
+    count, which no ε covers.
+    """
+    observed = {rv.name for rv in model.observed_RVs}
+    deterministics = {d.name for d in model.deterministics}
+    out = {}
+    for rv in model.free_RVs:
+        base = rv.name[: -len("_unobserved")] if rv.name.endswith("_unobserved") else None
+        if base and f"{base}_observed" in observed and base in deterministics:
+            out[rv.name] = f"{base}_observed"
+    return out
+
+
+def _record_counts(model: Any) -> set[int]:
+    counts = set()
+    for rv in model.observed_RVs:
+        shape = tuple(getattr(model.rvs_to_values.get(rv), "type", rv.type).shape or ())
+        if shape and shape[0] is not None:
+            counts.add(int(shape[0]))
+    return counts
+
+
+def _shape_reads_data(model: Any, var: Any) -> str | None:
+    """Why ``var``'s shape is a function of data (a ``pm.Data`` container, observed values), or None."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.tensor.random.type import RandomType
+
+    observed_values = {model.rvs_to_values.get(rv) for rv in model.observed_RVs} | set(model.observed_RVs)
+    for leaf in _ancestors([var.shape], blockers=[]):
+        if leaf in observed_values:
+            return f"the observed data of {leaf.name!r}"
+        if isinstance(leaf, SharedVariable) and not isinstance(leaf.type, RandomType):
+            return f"the data container {leaf.name!r}"
+    return None
+
+
+def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapping[str, tuple[int, ...]],
+                             neighbouring: str = "replace") -> None:
+    """Refuse to release a variable that reveals a data-dependent size.
+
+    The released trace may hold only variables the user declared that do not read
+    the records, and no dimension whose length depends on the data. Refused:
+
+    * variables PyMC created to impute missing values (:func:`imputed_variables`);
+    * variables whose shape is computed from data (a ``pm.Data`` container, observed
+      values), unless every such dimension has the length of an observed variable's
+      records, N, and N is public (``neighbouring="replace"``);
+    * under ``neighbouring="add_remove"`` (N is private), any variable with a
+      dimension of length N.
+
+    Parameters
+    ----------
+    model
+        The model that produced the trace.
+    names
+        The posterior variables to be released.
+    dim_lengths
+        ``{name: shape without chain and draw}`` of each.
+    neighbouring
+        The ledger's neighbouring relation.
+
+    Raises
+    ------
+    ValueError
+        Naming the variable and why its size is private.
+    """
+    imputed = imputed_variables(model)
+    counts = _record_counts(model)
+    by_name = {v.name: v for v in [*model.free_RVs, *model.deterministics]}
+    for name in names:
+        shape = tuple(dim_lengths.get(name, ()))
+        if name in imputed:
+            raise ValueError(
+                f"cannot release {name!r}: PyMC created it to impute the missing values of {imputed[name]!r}, one entry "
+                "per missing record, so its shape tells how many records are missing. Drop the incomplete records "
+                "before building the model."
+            )
+        var = by_name.get(name)
+        reason = _shape_reads_data(model, var) if var is not None else None
+        if reason and not (neighbouring == "replace" and shape and all(n in counts for n in shape)):
+            raise ValueError(
+                f"cannot release {name!r}: its shape {shape} is computed from {reason}, so it is a function of the "
+                "private data. Give it a public size (a literal, or coords declared from public values)."
+            )
+        if neighbouring == "add_remove" and any(n in counts for n in shape):
+            raise ValueError(
+                f"cannot release {name!r}: it has a dimension of the length of the records ({shape}), and under "
+                "add_remove neighbouring the number of records is private. Use neighbouring='replace' (N public) or "
+                "leave per-record variables out of the release."
+            )
 
 
 def _safe_posterior_names(model: Any) -> tuple[list[str], dict[str, str]]:
@@ -272,6 +372,9 @@ def release(
             stacklevel=2,
         )
 
+    if model is not None:
+        sizes = {n: tuple(posterior[n].shape[2:]) for n in names}
+        check_released_variables(model, names, sizes, getattr(ledger, "neighbouring", "replace"))
     created_at = posterior.attrs.get("created_at")
     groups: dict[str, xr.Dataset] = {"posterior": _select(posterior, names, created_at)}
 

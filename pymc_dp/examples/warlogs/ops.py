@@ -24,7 +24,7 @@ log-likelihood by at most
    whitelist of :func:`pymc_dp.trace.release`.
 
 The guarantee is for exact samples of the tempered posterior: it assumes the chains
-have converged (:data:`pymc_dp.sampling.ops.CONVERGENCE_ASSUMPTION`). The rest of the
+have converged (:data:`pymc_dp.routes.ops.CONVERGENCE_ASSUMPTION`). The rest of the
 chains, the sampler statistics and the counts stay with the curator.
 """
 
@@ -37,7 +37,7 @@ import numpy as np
 
 from ...accounting import LedgerEntry, PrivacyLedger
 from ...accounting.validation import check_epsilon
-from ...sampling.ops import CONVERGENCE_ASSUMPTION, MECHANISM
+from ...routes.ops import CONVERGENCE_ASSUMPTION, MECHANISM
 from .data import FEATURE_SIZES, FEATURES
 
 __all__ = ["ops_temperature", "fit_ops", "PUBLIC_GRID_ASSUMPTION"]
@@ -151,7 +151,7 @@ def fit_ops(
     Notes
     -----
     The guarantee holds for exact samples of the tempered, truncated posterior: the
-    ledger entry carries :data:`~pymc_dp.sampling.ops.CONVERGENCE_ASSUMPTION`. The
+    ledger entry carries :data:`~pymc_dp.routes.ops.CONVERGENCE_ASSUMPTION`. The
     emission floors restrict the model (the truncation is part of the released
     posterior); ``multiplier`` trades the tail the model can express against Δ.
 

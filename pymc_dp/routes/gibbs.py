@@ -34,7 +34,7 @@ guarantees, whatever state the chain is in.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -48,11 +48,12 @@ from ..model.tempering import clip_records
 from ..step_methods import DP_STATS, NotConjugateError, PrivateGibbs, PrivateMetropolis, PrivateStep, UpdateCost
 from ..step_methods._graph import children
 from ..step_methods._updates import ConjugateUpdate, is_per_record_latent
-from ..trace import release
-from .ops import _resolve_chains
+from .. import _compat
+from .base import Ran, RoutePlan, check_step_model, resolve_chains, sampler_noise_source
+from .options import Gibbs
 
 __all__ = [
-    "sample_gibbs", "plan_gibbs", "GibbsPlan", "ledger_entries_from_stats", "NO_CONVERGENCE_NEEDED",
+    "plan_gibbs_run", "GibbsRun", "InterruptedRunError", "plan_gibbs", "GibbsPlan", "ledger_entries_from_stats", "NO_CONVERGENCE_NEEDED",
     "INTERRUPTED_RUN",
 ]
 
@@ -387,62 +388,92 @@ def ledger_entries_from_stats(idata: Any, costs: Sequence[UpdateCost], neighbour
 # ---------------------------------------------------------------------------- the route
 
 
-def sample_gibbs(
-    model: Any,
-    draws: int,
-    *,
-    epsilon: float | None,
-    delta: float,
-    temperature: float | None,
-    acceptance: str,
-    bounds: Mapping[str, Any] | None,
-    truncation: Mapping[str, Any] | None,
-    ledger: PrivacyLedger | None,
-    neighbouring: str | None,
-    pm_sample_kwargs: Mapping[str, Any],
-) -> Any:
-    """``pmdp.sample(method="gibbs")``: see :func:`pymc_dp.sample`."""
-    import pymc as pm
+class InterruptedRunError(RuntimeError):
+    """A private MCMC run stopped (e.g. Ctrl-C during tuning) before it kept any draw; its planned cost was charged."""
 
+
+@dataclass
+class GibbsRun(RoutePlan):
+    """``pmdp.sample(method="gibbs")``, validated and priced: the steps, the run's shape and its cost."""
+
+    plan: GibbsPlan | None = None
+    model: Any = None
+    pm_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    seeded: tuple[str, ...] = ()
+
+    @property
+    def what(self) -> str:
+        return f"a private MCMC run of {self.plan.iterations} charged draws (method='gibbs')"
+
+    def run(self) -> Ran:
+        """Run ``pm.sample`` with the private steps; the ledger's entries come from the per-draw stats.
+
+        A ``KeyboardInterrupt`` that PyMC catches returns a partial trace: its draws are
+        released, and the planned cost is charged all the same (the counts are the
+        plan's, an upper bound on what ran).
+        """
+        import pymc as pm
+
+        steps = [*self.plan.steps, *self.plan.other_steps]
+        idata = pm.sample(self.plan.draws, model=self.model, step=steps, **self.pm_kwargs)
+        if _compat.get_group(idata, "posterior") is None:
+            raise InterruptedRunError(
+                "the private MCMC run was interrupted during tuning, before any draw was kept: there is nothing to "
+                "release. The planned cost was charged all the same (the tuning updates ran); see the ledger."
+            )
+        entries = ledger_entries_from_stats(idata, self.plan.costs, self.ledger.neighbouring, self.plan)
+        return Ran(idata, self.model, self._mark(entries), sample_stats=DP_STATS, warmup_sample_stats=True)
+
+    def spent_on_failure(self, failure: BaseException) -> list[LedgerEntry]:
+        """From the first draw on, private updates run: a failed run is charged its whole plan.
+
+        How many updates completed cannot be proven from outside a failed run (worker
+        processes may have died mid-draw, and a trace is only returned on success), so
+        the upper bound -- the plan, reserved before the run -- is recorded.
+        """
+        return self._mark(_interrupted_entries(self.plan, self.ledger.neighbouring, failure))
+
+    def _mark(self, entries: Sequence[LedgerEntry]) -> list[LedgerEntry]:
+        if not self.seeded:
+            return list(entries)
+        return [replace(e, noise_source="seeded", assumptions=(*e.assumptions, *self.seeded)) for e in entries]
+
+
+def plan_gibbs_run(
+    model: Any, draws: int, epsilon: float | None, options: Gibbs, ledger: PrivacyLedger | None,
+    neighbouring: str | None, pm_kwargs: Mapping[str, Any],
+) -> GibbsRun:
+    """Validate ``pmdp.sample(method="gibbs")`` completely and price it (see :func:`pymc_dp.sample`)."""
     if not model.observed_RVs:
         raise ValueError("method='gibbs' needs a model with observed records; this one has none.")
-    kwargs = dict(pm_sample_kwargs)
-    if "discard_tuned_samples" in kwargs:
+    kwargs = dict(pm_kwargs)
+    if kwargs.get("nuts_sampler") not in (None, "pymc"):
         raise ValueError(
-            "discard_tuned_samples is not supported with method='gibbs': tuning draws are always charged, and their "
-            "per-draw costs are kept to build the ledger (the tuning draws themselves are not released)."
+            f"nuts_sampler={kwargs['nuts_sampler']!r} cannot run method='gibbs': private steps are PyMC step methods "
+            "(leave nuts_sampler out)."
         )
+    # Tuning draws are charged and their costs kept to build the ledger; they are never
+    # released, whatever discard_tuned_samples says.
+    kwargs.pop("discard_tuned_samples", None)
     ledger = resolve_ledger(ledger, neighbouring)
-    working = truncate(model, truncation) if truncation is not None else model
-    report = loglik_sensitivity(working, bounds=bounds, neighbouring=ledger.neighbouring)
+    working = truncate(model, options.truncate) if options.truncate is not None else model
+    report = loglik_sensitivity(working, bounds=options.bounds, neighbouring=ledger.neighbouring)
     working, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})
-    chains = _resolve_chains(kwargs)
+    chains = resolve_chains(kwargs)
     tune = kwargs.pop("tune", DEFAULT_TUNE)
     user_step = kwargs.pop("step", None)
-    _check_user_step_model(user_step, model, working)
+    check_step_model({"step": user_step}, working is not model, "gibbs", "truncated, or with records clipped")
     with working:
         plan = plan_gibbs(
-            working, draws=draws, tune=tune, chains=chains, epsilon=epsilon, delta=delta, temperature=temperature,
-            acceptance=acceptance, bounds=report.bounds or None, step=user_step,
-            neighbouring=ledger.neighbouring,
+            working, draws=draws, tune=tune, chains=chains, epsilon=epsilon, delta=options.delta,
+            temperature=options.temperature, acceptance=options.acceptance, bounds=report.bounds or None,
+            step=user_step, neighbouring=ledger.neighbouring,
         )
-    ledger.check_all(plan.entries(ledger.neighbouring))  # refuse before any draw
     kwargs.update(chains=chains, tune=plan.tune, discard_tuned_samples=False)
-    steps = [*plan.steps, *plan.other_steps]
-    # From the first draw on, private updates run and budget is being spent. If the run
-    # fails, the ledger must still charge it: the exact number of completed updates is
-    # not knowable (worker processes may have died mid-draw, and a trace is only
-    # returned on success), so the plan's whole cost -- the upper bound, checked against
-    # the budget just above -- is recorded, and the failure re-raised. The entries are
-    # built before anything is recorded, so nothing is recorded twice.
-    try:
-        idata = pm.sample(draws, model=working, step=steps, **kwargs)
-        entries = ledger_entries_from_stats(idata, plan.costs, ledger.neighbouring, plan)
-    except BaseException as failure:
-        _record_spent(ledger, _interrupted_entries(plan, ledger.neighbouring, failure))
-        raise
-    _record_spent(ledger, entries)
-    return release(idata, ledger=ledger, model=working, sample_stats=DP_STATS, warmup_sample_stats=True)
+    _, seeded = sampler_noise_source(kwargs)
+    run = GibbsRun(ledger=ledger, plan=plan, model=working, pm_kwargs=kwargs, seeded=seeded)
+    run.entries = run._mark(plan.entries(ledger.neighbouring))
+    return run
 
 
 def _interrupted_entries(plan: GibbsPlan, neighbouring: str, failure: BaseException) -> list[LedgerEntry]:
@@ -456,29 +487,3 @@ def _interrupted_entries(plan: GibbsPlan, neighbouring: str, failure: BaseExcept
         details = {**e.details, "interrupted": type(failure).__name__, "charged": "planned"}
         out.append(replace(e, assumptions=(*e.assumptions, INTERRUPTED_RUN), details=details))
     return out
-
-
-def _record_spent(ledger: PrivacyLedger, entries: Sequence[LedgerEntry]) -> None:
-    """Record spends that have already happened: all of them, and without a second budget check.
-
-    The budget was checked before sampling on the plan's entries (``check_all``: all of
-    them together), and these charge the planned counts, so with the ledger as it was
-    then they fit. A spend that happened must never be left out of the ledger, so
-    recording cannot fail on the budget: should something else have charged the
-    ledger while the run went on, the entries are appended all the same and the ledger
-    shows the overspend. Every entry is validated before the first is appended.
-    """
-    for e in entries:
-        ledger._validate(e)
-    for e in entries:
-        ledger._append(e)
-
-
-def _check_user_step_model(step: Any, model: Any, working: Any) -> None:
-    """User steps are bound to the user's model; refuse them when the run samples a different copy."""
-    if step is not None and working is not model:
-        raise ValueError(
-            "step= was built on the given model, but method='gibbs' samples a copy of it (truncated with truncate=, or "
-            "with records clipped into their bounds). Truncate the model yourself (pmdp.truncate), keep its records "
-            "inside the bounds, build the steps on that model and pass it without truncate=."
-        )

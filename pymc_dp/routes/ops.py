@@ -33,7 +33,7 @@ neither the partial chain nor the exception's message may be published.)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -43,9 +43,11 @@ from ..accounting.validation import check_epsilon
 from ..families.privatize import PUBLIC_N
 from ..model import LoglikSensitivity, clip_loglik, loglik_sensitivity, temper, truncate
 from ..model.tempering import clip_records
-from ..trace import release
+from .. import _compat
+from .base import Ran, RoutePlan, check_step_model, resolve_chains, sampler_noise_source
+from .options import OPS
 
-__all__ = ["sample_ops", "plan_ops", "OPSPlan", "CONVERGENCE_ASSUMPTION", "MECHANISM"]
+__all__ = ["plan_ops_run", "OPSRun", "plan_ops", "OPSPlan", "CONVERGENCE_ASSUMPTION", "MECHANISM"]
 
 #: The ledger mechanism name of a released posterior draw.
 MECHANISM = "one_posterior_sample"
@@ -134,26 +136,6 @@ class OPSPlan:
         return "\n".join(lines)
 
 
-def _resolve_chains(pm_sample_kwargs: Mapping[str, Any]) -> int:
-    """The number of chains ``pm.sample`` will run (its own default rule, so the cost is known up front)."""
-    chains = pm_sample_kwargs.get("chains")
-    if chains is None:
-        cores = pm_sample_kwargs.get("cores")
-        if cores is None:
-            try:
-                from pymc.sampling.mcmc import _cpu_count
-
-                cores = min(4, _cpu_count())
-            except ImportError:  # pragma: no cover - a PyMC without the helper
-                import os
-
-                cores = min(4, os.cpu_count() or 1)
-        chains = max(2, int(cores))
-    if isinstance(chains, bool) or not isinstance(chains, (int, np.integer)) or chains < 1:
-        raise ValueError(f"chains must be a positive integer, got {chains!r}.")
-    return int(chains)
-
-
 def _draw_indices(draws: int, samples: int) -> tuple[int, ...]:
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples must be a positive integer (draws released per chain), got {samples!r}.")
@@ -191,68 +173,73 @@ def plan_ops(
         epsilon=eps,
         temperature=report.temperature(eps),
         epsilon_per_sample=report.epsilon_per_sample(eps),
-        chains=_resolve_chains({"chains": chains}),
+        chains=resolve_chains({"chains": chains}),
         samples=int(samples),
         draw_indices=indices,
         part=part,
     )
 
 
-def sample_ops(
-    model: Any,
-    draws: int,
-    *,
-    epsilon: float | None,
-    samples: int,
-    bounds: Mapping[str, Mapping[str, Any]] | None,
-    truncation: Mapping[str, Any] | None,
-    loglik_clip: Sequence[float] | None,
-    part: str,
-    ledger: PrivacyLedger | None,
-    neighbouring: str | None,
-    pm_sample_kwargs: Mapping[str, Any],
-) -> Any:
-    """``pmdp.sample(method="ops")``: see :func:`pymc_dp.sample`.
+@dataclass
+class OPSRun(RoutePlan):
+    """``pmdp.sample(method="ops")``, validated and priced: the tempered model and the draws to release."""
 
-    The ledger entry is recorded when the draws are released, after ``pm.sample`` has
-    returned; if sampling raises, nothing is released and nothing is recorded (module
-    docstring: an OPS run spends budget only through the draws it releases).
-    """
-    import pymc as pm
+    plan: OPSPlan | None = None
+    model: Any = None
+    draws: int = 1000
+    pm_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def what(self) -> str:
+        return f"{self.plan.chains * self.plan.samples} posterior sample(s) (method='ops')"
+
+    def run(self) -> Ran:
+        """Sample the tempered model and choose the released draws; the spend is their release.
+
+        A failed run releases nothing and records nothing (module docstring): the
+        reservation is given back.
+        """
+        import pymc as pm
+
+        idata = pm.sample(self.draws, model=self.model, **self.pm_kwargs)
+        chosen = _compat.isel_draws(idata, list(self.plan.draw_indices))
+        return Ran(chosen, self.model, list(self.entries))
+
+
+def plan_ops_run(
+    model: Any, draws: int, epsilon: float | None, options: OPS, ledger: PrivacyLedger | None,
+    neighbouring: str | None, pm_kwargs: Mapping[str, Any],
+) -> OPSRun:
+    """Validate ``pmdp.sample(method="ops")`` completely and price it (see :func:`pymc_dp.sample`)."""
     if epsilon is None:
         raise ValueError(
             "method='ops' needs epsilon=: the ε each released posterior sample costs (T = max(1, 2Δ/ε))."
         )
     if not model.observed_RVs:
         raise ValueError("method='ops' needs a model with observed records; this one has none.")
+    check_step_model(pm_kwargs, True, "ops", "tempered, with records clipped into their bounds")
     ledger = resolve_ledger(ledger, neighbouring)
-
     working = model
-    if truncation is not None:
-        working = truncate(working, truncation)
-    if loglik_clip is not None:
+    if options.truncate is not None:
+        working = truncate(working, options.truncate)
+    if options.loglik_clip is not None:
         try:
-            lower, upper = loglik_clip
+            lower, upper = options.loglik_clip
         except (TypeError, ValueError):
-            raise ValueError(f"loglik_clip must be a (lower, upper) pair, got {loglik_clip!r}.") from None
+            raise ValueError(f"loglik_clip must be a (lower, upper) pair, got {options.loglik_clip!r}.") from None
         working = clip_loglik(working, lower, upper)
-    chains = _resolve_chains(pm_sample_kwargs)
+    chains = resolve_chains(pm_kwargs)
     plan = plan_ops(
-        working, epsilon, draws=draws, samples=samples, chains=chains, bounds=bounds, part=part,
-        neighbouring=ledger.neighbouring,
+        working, epsilon, draws=draws, samples=options.samples, chains=chains, bounds=options.bounds,
+        part=options.tempered, neighbouring=ledger.neighbouring,
     )
-    entry = plan.entry(ledger.neighbouring)
-    ledger.check(entry)  # refuse before anything runs
-
+    source, seeded = sampler_noise_source(pm_kwargs)
+    entry = replace(plan.entry(ledger.neighbouring), noise_source=source)
+    entry = replace(entry, assumptions=(*entry.assumptions, *seeded)) if seeded else entry
     report = plan.sensitivity
     clipped_model, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})
-    tempered = temper(clipped_model, plan.temperature, part=part)
-    kwargs = dict(pm_sample_kwargs)
-    kwargs["chains"] = chains
-    # Not in a try: a failed run releases nothing, so it spends nothing (module
-    # docstring). The spend is the release, recorded only once there is one.
-    idata = pm.sample(draws, model=tempered, **kwargs)
-    chosen = idata.isel(draw=list(plan.draw_indices))
-    ledger.record(entry)
-    return release(chosen, ledger=ledger, model=tempered, sample_stats=())
+    tempered = temper(clipped_model, plan.temperature, part=options.tempered)
+    # Only the released draws leave (the posterior group alone is cut to them): tuning
+    # draws kept by discard_tuned_samples=False stay with the curator like the rest.
+    kwargs = {**pm_kwargs, "chains": chains}
+    return OPSRun(ledger=ledger, entries=[entry], plan=plan, model=tempered, draws=draws, pm_kwargs=kwargs)

@@ -1,0 +1,239 @@
+"""The one shape every privacy route has: plan → reserve → run → record → release.
+
+A route turns ``(model, draws, epsilon, options, ledger, pm.sample keywords)`` into a
+:class:`RoutePlan` (``plan``: validate the whole request and price it, spending
+nothing). :func:`execute` then does the rest the same way for every route:
+
+1. **reserve** the planned entries on the ledger, under its lock
+   (:meth:`pymc_dp.PrivacyLedger.reserve`): the budget check counts every other
+   outstanding reservation, so two runs on one ledger cannot both pass it;
+2. **run** the plan (``RoutePlan.run``): draw the noise, sample;
+3. **record** what ran (``Reservation.commit``) — or, if the run failed, what the
+   failure spent (``RoutePlan.spent_on_failure``: the noise already drawn, the
+   updates that may have run) — and give back the rest of the reservation;
+4. **release** through the one whitelist (:func:`pymc_dp.release`), which also
+   refuses a trace holding a variable the user did not declare or whose shape
+   depends on the data (:func:`pymc_dp.trace.check_released_variables`).
+
+The checks every route shares before anything is spent live here too:
+:func:`check_request` (missing values, ``pm.sample`` keywords, steps built on another
+model).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..accounting import LedgerEntry, PrivacyLedger
+from ..trace import imputed_variables, release
+
+__all__ = ["RoutePlan", "Ran", "execute", "check_request", "SEEDED_SAMPLER", "sampler_noise_source", "resolve_chains"]
+
+#: The assumption an MCMC route's entries carry when ``random_seed`` fixed the sampler's randomness.
+SEEDED_SAMPLER = (
+    "the sampler's randomness, which is the privacy randomness of this route, was seeded (random_seed=): the "
+    "release is reproducible bit for bit by anyone who knows the seed and the data; for research and tests only"
+)
+
+
+@dataclass
+class Ran:
+    """What a run produced: the raw trace, the model it sampled, and what it spent.
+
+    ``trace`` never leaves the curator as it is: :func:`execute` releases it through the
+    whitelist, keeping the ``sample_stats`` named here (and their tuning-draw values
+    when ``warmup_sample_stats``).
+    """
+
+    trace: Any
+    model: Any
+    spent: Sequence[LedgerEntry]
+    sample_stats: Sequence[str] = ()
+    warmup_sample_stats: bool = False
+
+
+@dataclass
+class RoutePlan(ABC):
+    """A validated, priced request: nothing has been spent when one exists.
+
+    Attributes
+    ----------
+    ledger
+        The ledger the run charges.
+    entries
+        What the run may spend at most; reserved on the ledger before it runs.
+    """
+
+    ledger: PrivacyLedger
+    entries: Sequence[LedgerEntry] = field(default_factory=tuple)
+
+    @abstractmethod
+    def run(self) -> Ran:
+        """Do the work (draw noise, sample) and say what it spent."""
+
+    def spent_on_failure(self, failure: BaseException) -> Sequence[LedgerEntry]:
+        """What a run that raised ``failure`` spent (default: nothing)."""
+        return ()
+
+    @property
+    def what(self) -> str:
+        """How the run is named in a budget refusal."""
+        return type(self).__name__
+
+
+def execute(plan: RoutePlan) -> Any:
+    """Reserve the plan's cost, run it, record what it spent, and release the trace.
+
+    If the run raises, what it spent (``plan.spent_on_failure``) is recorded, the rest
+    of the reservation is given back, and the exception propagates.
+    """
+    with plan.ledger.reserve(list(plan.entries), what=plan.what) as reservation:
+        try:
+            ran = plan.run()
+        except BaseException as failure:
+            spent = list(plan.spent_on_failure(failure))
+            if spent:
+                reservation.commit(spent)
+            raise
+        reservation.commit(list(ran.spent))
+    return release(
+        ran.trace, ledger=plan.ledger, model=ran.model, sample_stats=tuple(ran.sample_stats),
+        warmup_sample_stats=ran.warmup_sample_stats,
+    )
+
+
+# ---------------------------------------------------------------------------- shared checks
+
+#: ``pm.sample`` keywords no route accepts, and why.
+_REFUSED = {
+    "trace": "pmdp.sample always returns the released trace (InferenceData or DataTree)",
+    "return_inferencedata": "pmdp.sample always returns the released trace (InferenceData or DataTree)",
+    "model": "pass the model as pmdp.sample(model=...)",
+}
+
+
+def _step_keywords() -> set[str]:
+    """Keywords ``pm.sample`` hands on to its step methods (``target_accept=``, ``nuts={...}``, ...)."""
+    import pymc as pm
+
+    names: set[str] = set()
+    for cls in (pm.NUTS, pm.HamiltonianMC, pm.Metropolis, pm.Slice, pm.DEMetropolisZ, pm.BinaryGibbsMetropolis,
+                pm.CategoricalGibbsMetropolis):
+        names |= {p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "vars", "model")}
+        names.add(cls.__name__.lower())
+    names |= {"nuts", "metropolis", "slice", "hamiltonianmc", "demetropolisz"}
+    return names - {"kwargs", "args"}
+
+
+def check_pm_sample_keywords(keywords: Mapping[str, Any]) -> None:
+    """Refuse, before anything is spent, keywords ``pm.sample`` would reject or that break the release."""
+    from pymc.sampling.mcmc import sample as pm_sample
+
+    for key, why in _REFUSED.items():
+        if key in keywords:
+            raise ValueError(f"{key}= is not supported: {why}.")
+    known = set(inspect.signature(pm_sample).parameters) | _step_keywords()
+    unknown = sorted(k for k in keywords if k not in known)
+    if unknown:
+        raise ValueError(
+            f"unknown keyword(s) {unknown}: pmdp.sample passes its other keywords to pm.sample, which does not take "
+            "them (nothing was spent). Check the spelling against pm.sample's signature."
+        )
+
+
+def _observed_value(model: Any, rv: Any) -> Any:
+    value = model.rvs_to_values.get(rv)
+    for read in ("get_value", "data"):
+        if hasattr(value, read):
+            got = getattr(value, read)
+            return np.ma.asarray(got(borrow=True) if read == "get_value" else got)
+    return None
+
+
+def check_no_missing_values(model: Any) -> None:
+    """Refuse a model whose observed data has missing values, before anything is spent.
+
+    PyMC imputes missing observations with a free variable of one entry per missing
+    record; its shape alone says how many records are missing, which no ε covers.
+    """
+    imputed = imputed_variables(model)
+    missing = {}
+    for rv in model.observed_RVs:
+        value = _observed_value(model, rv)
+        if value is not None and value.dtype.kind in "fc" and (np.ma.is_masked(value) or np.isnan(value).any()):
+            missing[rv.name] = "NaN or masked entries"
+    missing.update({obs: f"imputed by PyMC as the free variable {name!r}" for name, obs in imputed.items()})
+    if missing:
+        raise ValueError(
+            "observed data with missing values cannot be released privately: "
+            + "; ".join(f"{k!r} ({v})" for k, v in missing.items())
+            + ". PyMC would impute them with a free variable of one entry per missing record, and its shape alone "
+            "tells how many records are missing. Drop the incomplete records (or impute them yourself, before the "
+            "model, and account for that) and pass complete data; nothing was spent."
+        )
+
+
+def check_step_model(keywords: Mapping[str, Any], sampled_is_copy: bool, method: str, how: str) -> None:
+    """Refuse ``step=`` instances when the route samples a copy of the user's model (they are bound to it)."""
+    if keywords.get("step") is not None and sampled_is_copy:
+        raise ValueError(
+            f"step= was built on your model, but method={method!r} samples a copy of it ({how}), so the step "
+            "cannot run there; nothing was spent. Leave step= out (PyMC assigns steps to the copy), or " + {
+                "laplace": "privatise first (pmdp.privatize_model), build the steps inside `with private.model:` and "
+                "call pmdp.sample(model=private.model, step=...)",
+                "ops": "pass nuts_sampler= / step keywords (e.g. target_accept=) instead",
+                "gibbs": "truncate the model yourself (pmdp.truncate), keep its records inside the bounds, build the "
+                "steps on that model and pass it without truncate=",
+            }[method] + "."
+        )
+
+
+def check_request(model: Any, keywords: Mapping[str, Any]) -> None:
+    """The checks every route makes before it plans: keywords, missing values."""
+    check_pm_sample_keywords(keywords)
+    check_no_missing_values(model)
+
+
+def sampler_noise_source(keywords: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """``("seeded", (SEEDED_SAMPLER,))`` when ``random_seed`` fixes an MCMC route's randomness, with a warning.
+
+    On the ops and gibbs routes the privacy randomness is the sampler's: a fixed seed
+    makes the release reproducible bit for bit, so the ledger says so. Without a seed
+    PyMC draws one from the operating system, and it is not recorded anywhere.
+    """
+    if keywords.get("random_seed") is None:
+        return "sampler", ()
+    warnings.warn(
+        "random_seed= fixes the sampler's randomness, which is this route's privacy randomness: the release is "
+        "reproducible from the seed and the data, and the ledger records it as seeded. Leave random_seed out for a "
+        "release (PyMC then draws the seed from the operating system).",
+        UserWarning,
+        stacklevel=4,
+    )
+    return "seeded", (SEEDED_SAMPLER,)
+
+
+def resolve_chains(pm_sample_kwargs: Mapping[str, Any]) -> int:
+    """The number of chains ``pm.sample`` will run (its own default rule, so the cost is known up front)."""
+    chains = pm_sample_kwargs.get("chains")
+    if chains is None:
+        cores = pm_sample_kwargs.get("cores")
+        if cores is None:
+            try:
+                from pymc.sampling.mcmc import _cpu_count
+
+                cores = min(4, _cpu_count())
+            except ImportError:  # pragma: no cover - a PyMC without the helper
+                import os
+
+                cores = min(4, os.cpu_count() or 1)
+        chains = max(2, int(cores))
+    if isinstance(chains, bool) or not isinstance(chains, (int, np.integer)) or chains < 1:
+        raise ValueError(f"chains must be a positive integer, got {chains!r}.")
+    return int(chains)

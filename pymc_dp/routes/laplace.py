@@ -1,0 +1,133 @@
+"""The Laplace route of ``pmdp.sample``: privatise the observed records once, then sample for free.
+
+The spend is the privatisation: each observed variable's statistics get their
+Laplace noise (through :func:`pymc_dp.privatize_model`), and each release is
+recorded in the ledger as its noise is drawn. ``pm.sample`` afterwards reads only
+those noisy statistics. So if ``pm.sample`` later raises, the entries stay: the
+noise was drawn and the statistics exist (the sampler may have exposed functions of
+them, e.g. in an error message) -- their cost is spent whether or not a trace comes
+back. Sampling failures cost nothing more, because sampling never reads the records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .. import _compat
+from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
+from ..model import statistics_of
+from ..model.privatize_model import PrivatizationPlan, plan_privatization
+from .base import Ran, RoutePlan, check_step_model
+from .options import Laplace
+
+__all__ = ["plan_laplace", "LaplacePlan"]
+
+
+def _ledger_of_statistics(model: Any, ledger: PrivacyLedger | None) -> PrivacyLedger:
+    used = statistics_of(model)
+    if ledger is not None:
+        missing = [s for s in used if s.entry_id not in {e.id for e in ledger.entries}]
+        if missing:
+            return PrivacyLedger.combine([ledger, *(s.ledger for s in missing)], budget=ledger.budget)
+        return ledger
+    if not used:
+        raise ValueError(
+            "the model observes neither records nor privatised statistics: pass a model with observed "
+            "variables and epsilon=, or use pmdp.observe_stats with the output of pmdp.privatize."
+        )
+    ledgers = {id(s.ledger): s.ledger for s in used}
+    if len(ledgers) == 1:
+        return next(iter(ledgers.values()))
+    return PrivacyLedger.combine(ledgers.values())
+
+
+@dataclass
+class LaplacePlan(RoutePlan):
+    """The Laplace route, validated and priced: the privatisation to draw (if any) and the model to sample."""
+
+    model: Any = None
+    draws: int = 1000
+    privatization: PrivatizationPlan | None = None
+    noise_rng: Any = None
+    pm_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    _scratch: PrivacyLedger | None = None
+
+    @property
+    def what(self) -> str:
+        return "privatising the model's observed variables"
+
+    def run(self) -> Ran:
+        import pymc as pm
+
+        sampled = self.model
+        if self.privatization is not None:
+            # Noise goes through a scratch ledger whose entries are recorded against the
+            # reservation; if the draw or the sampling fails they are what was spent.
+            self._scratch = PrivacyLedger(neighbouring=self.ledger.neighbouring)
+            sampled = self.privatization.release(self._scratch, self.noise_rng).model
+        idata = pm.sample(self.draws, model=sampled, **self.pm_kwargs)
+        stats = _compat.get_group(idata, "sample_stats")
+        kept = tuple(s for s in stats.data_vars if not s.startswith(_TIMING_STATS)) if stats is not None else ()
+        return Ran(idata, sampled, self.spent_on_failure(None), sample_stats=kept)
+
+    def spent_on_failure(self, failure: BaseException | None) -> list[LedgerEntry]:
+        return list(self._scratch.entries) if self._scratch is not None else []
+
+
+def plan_laplace(
+    model: Any, draws: int, epsilon: float | None, options: Laplace, ledger: PrivacyLedger | None,
+    neighbouring: str | None, pm_kwargs: Mapping[str, Any],
+) -> LaplacePlan:
+    """Validate ``pmdp.sample(method="laplace")`` completely and price it (see :func:`pymc_dp.sample`)."""
+    public_names = (options.public,) if isinstance(options.public, str) else tuple(options.public)
+    unknown = sorted(set(public_names) - {rv.name for rv in model.observed_RVs})
+    if unknown:
+        raise ValueError(f"public names {unknown}, which are not observed variables of the model.")
+    private_names = [rv.name for rv in model.observed_RVs if rv.name not in public_names]
+    if not private_names:
+        if epsilon is not None or options.bounds is not None or options.epsilon_split is not None:
+            raise ValueError(
+                "the model has no observed records to privatise, so epsilon/bounds/epsilon_split do not apply; "
+                "its privatised statistics were paid for when pmdp.privatize ran."
+            )
+        return LaplacePlan(ledger=_ledger_of_statistics(model, ledger), model=model, draws=draws,
+                           pm_kwargs=dict(pm_kwargs))
+    if epsilon is None:
+        raise ValueError(
+            f"the model observes records ({', '.join(map(repr, private_names))}); pass epsilon= to privatise "
+            "them (the privacy flag), declare them public=[...] if they are not private, or build the model "
+            "on pmdp.privatize + pmdp.observe_stats."
+        )
+    check_step_model(pm_kwargs, True, "laplace", "one whose records are replaced by privatised statistics")
+    ledger = resolve_ledger(ledger, neighbouring)
+    privatization = plan_privatization(
+        model, epsilon, bounds=options.bounds, neighbouring=ledger.neighbouring, epsilon_split=options.epsilon_split,
+        noise_aware=options.noise_aware, public=public_names,
+    )
+    _check_names(model, pm_kwargs)
+    return LaplacePlan(
+        ledger=ledger, entries=privatization.entries(), model=model, draws=draws, privatization=privatization,
+        noise_rng=options.noise_rng, pm_kwargs=dict(pm_kwargs),
+    )
+
+
+def _check_names(model: Any, pm_kwargs: Mapping[str, Any]) -> None:
+    """``var_names`` and ``initvals`` name free variables (or Deterministics) that the record-free copy keeps."""
+    known = {v.name for v in [*model.free_RVs, *model.deterministics]}
+    names = pm_kwargs.get("var_names") or []
+    names = [names] if isinstance(names, str) else list(names)
+    inits = pm_kwargs.get("initvals") or {}
+    for init in [inits] if isinstance(inits, Mapping) else list(inits):
+        names += [getattr(k, "name", k) for k in (init or {})]
+    unknown = sorted({str(n) for n in names} - known)
+    if unknown:
+        raise ValueError(
+            f"var_names/initvals name {unknown}, which are not free variables or Deterministics of the model "
+            f"({sorted(known)}); nothing was spent."
+        )
+
+
+# Wall-clock statistics say nothing about the posterior; they are left out of every
+# release as a matter of course (timing is a classic side channel).
+_TIMING_STATS = ("perf_counter", "process_time")

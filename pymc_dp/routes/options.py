@@ -1,0 +1,140 @@
+"""Per-route options of ``pmdp.sample``: one frozen object per route, no loose keywords.
+
+``pmdp.sample(method=pmdp.OPS(truncate={"p": (0.05, 0.95)}), epsilon=1.0)`` and
+``pmdp.sample(method="ops", truncate={"p": (0.05, 0.95)}, epsilon=1.0)`` are the same
+call: :func:`options_for` turns the keyword form into the object, and refuses an
+option of another route by naming the route it belongs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar, Mapping, Sequence
+
+__all__ = ["Laplace", "OPS", "Gibbs", "RouteOptions", "ROUTE_OPTIONS", "options_for"]
+
+
+@dataclass(frozen=True)
+class RouteOptions:
+    """Base of the per-route option objects; ``method`` names the route."""
+
+    method: ClassVar[str] = ""
+
+
+@dataclass(frozen=True)
+class Laplace(RouteOptions):
+    """``method="laplace"``: privatise the observed records' sufficient statistics once.
+
+    Parameters
+    ----------
+    bounds
+        ``{observed variable: family bounds}`` for families with unbounded support,
+        e.g. ``{"y": {"x": (0.0, 10.0)}}``; records outside are clipped to them.
+    epsilon_split
+        Weights splitting ε across observed variables (default: evenly).
+    noise_rng
+        ``None`` for secure noise (default); a seed or Generator for reproducible,
+        seeded noise (recorded as such in the ledger).
+    noise_aware
+        ``"auto"`` (default) models the noise where the family has a noise-aware
+        likelihood (N public) and plugs the statistics in elsewhere; ``True`` /
+        ``False`` force one or the other.
+    public
+        Observed variables whose records are public: used as they are, not
+        privatised, recorded as an assumption.
+    """
+
+    method: ClassVar[str] = "laplace"
+    bounds: Mapping[str, Mapping[str, Any]] | None = None
+    epsilon_split: Mapping[str, float] | None = None
+    noise_rng: Any = None
+    noise_aware: bool | str = "auto"
+    public: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class OPS(RouteOptions):
+    """``method="ops"``: one posterior sample per chain from the tempered posterior.
+
+    Parameters
+    ----------
+    bounds
+        Data bounds per observed variable (records outside are clipped).
+    truncate
+        ``{free variable: (lower, upper)}`` or ``{dirichlet: a0}``, applied with
+        :func:`pymc_dp.truncate` before Δ is computed.
+    loglik_clip
+        ``(lower, upper)``: clip every record's log-likelihood term
+        (:func:`pymc_dp.clip_loglik`); Δ = upper − lower per observed variable.
+    samples
+        Draws released per chain (default 1), ending at its last draw; each costs ε.
+    tempered
+        ``"likelihood"`` (default) or ``"joint"`` ([FGWC16] eq. 14).
+    """
+
+    method: ClassVar[str] = "ops"
+    bounds: Mapping[str, Mapping[str, Any]] | None = None
+    truncate: Mapping[str, Any] | None = None
+    loglik_clip: Sequence[float] | None = None
+    samples: int = 1
+    tempered: str = "likelihood"
+
+
+@dataclass(frozen=True)
+class Gibbs(RouteOptions):
+    """``method="gibbs"``: private step methods, every update charged as it runs.
+
+    Parameters
+    ----------
+    bounds
+        Data bounds per observed variable (records outside are clipped).
+    truncate
+        As for :class:`OPS`.
+    temperature
+        T ≥ 1 of every private step, instead of ``epsilon``.
+    acceptance
+        ``"barker"`` (default; pure ε) or ``"metropolis"`` ((0, 1 − e^{−2Δ/T}) per step).
+    delta
+        With ``epsilon``: fit T so the tightest valid accountant at this δ spends it;
+        0 (default) fits the pure basic total.
+    """
+
+    method: ClassVar[str] = "gibbs"
+    bounds: Mapping[str, Any] | None = None
+    truncate: Mapping[str, Any] | None = None
+    temperature: float | None = None
+    acceptance: str = "barker"
+    delta: float = 0.0
+
+
+#: The option class of each route, by method name.
+ROUTE_OPTIONS: dict[str, type[RouteOptions]] = {cls.method: cls for cls in (Laplace, OPS, Gibbs)}
+
+
+def _owners(key: str) -> list[str]:
+    return [m for m, cls in ROUTE_OPTIONS.items() if key in {f.name for f in fields(cls)}]
+
+
+def options_for(method: Any, keywords: dict[str, Any]) -> RouteOptions:
+    """The route options of ``method``, with the route keywords popped from ``keywords``.
+
+    ``method`` is a method name or a :class:`RouteOptions` object; route keywords given
+    beside an object override its fields. What is left in ``keywords`` belongs to
+    ``pm.sample``. A keyword of another route raises ``ValueError`` naming its route.
+    """
+    if isinstance(method, RouteOptions):
+        options = method
+    elif isinstance(method, str) and method in ROUTE_OPTIONS:
+        options = ROUTE_OPTIONS[method]()
+    else:
+        raise ValueError(
+            f"method must be one of {tuple(ROUTE_OPTIONS)} or a route object (pmdp.Laplace(), pmdp.OPS(), "
+            f"pmdp.Gibbs()), got {method!r}."
+        )
+    own = {f.name for f in fields(options)}
+    given = {k: keywords.pop(k) for k in list(keywords) if k in own}
+    misplaced = {k: _owners(k) for k in list(keywords) if _owners(k)}
+    if misplaced:
+        where = "; ".join(f"{k} applies to method={' / '.join(map(repr, m))}" for k, m in misplaced.items())
+        raise ValueError(f"{where}, not method={options.method!r}.")
+    return replace(options, **given) if given else options

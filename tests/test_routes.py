@@ -1,0 +1,318 @@
+"""The routes of ``pmdp.sample`` as classes of guarantees, each the same on every route.
+
+* what the released trace may hold (no imputed missing values, no data-dependent sizes);
+* the whole request is validated before the first spend (priors on data, ``step=``,
+  unknown or misplaced keywords);
+* interrupted and failed runs end in the documented outcome;
+* every ``pm.sample`` keyword a user may pass either works or is refused before spending;
+* observed variables with ``dims=``;
+* a seeded sampler is recorded as seeded.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp as pmdp
+from pymc_dp import _compat
+from pymc_dp.accounting import PrivacyLedger
+from pymc_dp.routes import METHODS, OPS, Gibbs, Laplace, sample
+from pymc_dp.routes.base import SEEDED_SAMPLER
+from pymc_dp.routes.gibbs import InterruptedRunError
+from pymc_dp.step_methods import PrivateGibbs
+
+N = 40
+RECORDS = np.r_[np.ones(6), np.zeros(N - 6)]
+QUIET = dict(progressbar=False, compute_convergence_checks=False)
+SHORT = dict(tune=20, chains=1, cores=1, **QUIET)
+# What each route needs besides epsilon to prove its cost on the beta-Bernoulli model.
+ROUTE_ARGS = {
+    "laplace": {},
+    "ops": {"truncate": {"p": (0.2, 0.8)}},
+    "gibbs": {"truncate": {"p": (0.2, 0.8)}},
+}
+
+
+def beta_bernoulli(records=RECORDS, **observed_kwargs) -> pm.Model:
+    with pm.Model(coords={"record": np.arange(len(records))}) as model:
+        p = pm.Beta("p", 1, 1)
+        pm.Bernoulli("y", p, observed=records, **observed_kwargs)
+    return model
+
+
+def run(model, method, ledger=None, draws=20, **kwargs):
+    with model:
+        return pmdp.sample(draws, epsilon=2.0, method=method, ledger=ledger, **ROUTE_ARGS[method], **{**SHORT, **kwargs})
+
+
+# ---------------------------------------------------------------------------- class 1: what a release may hold
+
+
+def _with_missing(kind: str) -> np.ndarray:
+    y = RECORDS.copy()
+    y[[3, 17, 30]] = np.nan
+    return np.ma.masked_invalid(y) if kind == "masked" else y
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("kind", ["nan", "masked"])
+def test_missing_values_are_refused_before_anything_is_spent_on_every_route(method, kind):
+    ledger = PrivacyLedger()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyMC's ImputationWarning
+        model = beta_bernoulli(_with_missing(kind))
+    with pytest.raises(ValueError, match="missing values") as err:
+        run(model, method, ledger)
+    assert "nothing was spent" in str(err.value)
+    assert len(ledger) == 0 and not ledger.reserved
+
+
+def test_release_refuses_a_trace_with_imputed_values():
+    # The last line of defence: a trace from plain pm.sample with imputation.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = beta_bernoulli(_with_missing("nan").astype(float))
+        with model:
+            idata = pm.sample(10, tune=10, chains=1, random_seed=1, **QUIET)
+    with pytest.raises(ValueError, match="impute the missing values"):
+        pmdp.release(idata, model=model)
+
+
+def test_release_refuses_sizes_computed_from_a_data_container():
+    with pm.Model() as model:
+        x = pm.Data("x", np.arange(7.0))
+        pm.Normal("z", 0, 1, shape=x.shape[0] - 2)  # 5: not the length of any observed records
+        pm.Normal("y", 0, 1, observed=np.zeros(3))
+        idata = pm.sample(10, tune=10, chains=1, random_seed=1, **QUIET)
+    with pytest.raises(ValueError, match="computed from the data container 'x'"):
+        pmdp.release(idata, model=model)
+
+
+def test_per_record_variables_are_refused_when_n_is_private():
+    with pm.Model() as model:
+        pm.Normal("z", 0, 1, shape=N)  # one latent per record
+        pm.Normal("y", 0, 1, observed=np.zeros(N))
+        idata = pm.sample(10, tune=10, chains=1, random_seed=1, **QUIET)
+    pmdp.release(idata, model=model, ledger=PrivacyLedger(neighbouring="replace"))  # N public: fine
+    with pytest.raises(ValueError, match="number of records is private"):
+        pmdp.release(idata, model=model, ledger=PrivacyLedger(neighbouring="add_remove"))
+
+
+# ---------------------------------------------------------------------------- class 4: validate before spending
+
+
+def _spent_nothing(ledger: PrivacyLedger) -> bool:
+    return len(ledger) == 0 and not ledger.reserved
+
+
+def test_laplace_flag_refuses_a_data_container_in_a_prior_before_drawing_noise(monkeypatch):
+    drawn = []
+    import pymc_dp.mechanisms.laplace as laplace_module
+
+    monkeypatch.setattr(laplace_module, "laplace_mechanism", lambda *a, **k: drawn.append(1))
+    ledger = PrivacyLedger()
+    with pm.Model() as model:
+        scale = pm.Data("scale", np.array(2.0))
+        p = pm.Beta("p", 1, scale)
+        pm.Bernoulli("y", p, observed=RECORDS)
+    with pytest.raises(ValueError, match="pm.Data container"):
+        with model:
+            pmdp.sample(20, epsilon=1.0, ledger=ledger, **SHORT)
+    assert _spent_nothing(ledger) and not drawn
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_step_built_on_the_users_model_is_refused_before_spending(method):
+    ledger = PrivacyLedger()
+    model = beta_bernoulli()
+    with model:
+        step = pm.Metropolis([model["p"]])
+    with pytest.raises(ValueError, match="step= was built on your model"):
+        run(model, method, ledger, step=step)
+    assert _spent_nothing(ledger)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"tunes": 10}, "unknown keyword"),
+        ({"trace": None}, "trace= is not supported"),
+        ({"return_inferencedata": False}, "return_inferencedata= is not supported"),
+    ],
+)
+def test_bad_pm_sample_keywords_are_refused_before_spending(method, bad, match):
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=match):
+        run(beta_bernoulli(), method, ledger, **bad)
+    assert _spent_nothing(ledger)
+
+
+def test_laplace_refuses_unknown_var_names_before_spending():
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="var_names/initvals name"):
+        run(beta_bernoulli(), "laplace", ledger, var_names=["q"])
+    assert _spent_nothing(ledger)
+
+
+@pytest.mark.parametrize(
+    "method, option, owner",
+    [("laplace", {"truncate": {"p": (0.2, 0.8)}}, "'ops' / 'gibbs'"), ("ops", {"temperature": 4.0}, "'gibbs'"),
+     ("gibbs", {"noise_rng": 1}, "'laplace'"), ("gibbs", {"samples": 2}, "'ops'")],
+)
+def test_an_option_of_another_route_names_its_route(method, option, owner):
+    with pytest.raises(ValueError, match=f"applies to method={owner}"):
+        with beta_bernoulli():
+            pmdp.sample(10, epsilon=1.0, method=method, **option)
+
+
+def test_route_objects_and_keywords_are_the_same_call():
+    kwargs = dict(epsilon=1.0, random_seed=3, **SHORT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with beta_bernoulli():
+            a = pmdp.sample(10, method=OPS(truncate={"p": (0.2, 0.8)}), **kwargs)
+        with beta_bernoulli():
+            b = pmdp.sample(10, method="ops", truncate={"p": (0.2, 0.8)}, **kwargs)
+    assert np.array_equal(_compat.get_group(a, "posterior")["p"].values, _compat.get_group(b, "posterior")["p"].values)
+    assert pmdp.ledger(a).total() == pmdp.ledger(b).total()
+
+
+def test_sample_is_a_short_dispatcher():
+    source = inspect.getsource(sample)
+    assert len(source.splitlines()) < 100  # docstring included
+    code = [ln for ln in source.split('"""')[2].splitlines() if ln.strip()]
+    assert len(code) < 60
+
+
+# ---------------------------------------------------------------------------- class 5: interrupted runs
+
+
+def _interrupt_step_at(monkeypatch, at: int, exc: type[BaseException]) -> None:
+    original = PrivateGibbs.step
+    calls = {"n": 0}
+
+    def step(self, point):
+        calls["n"] += 1
+        if calls["n"] == at:
+            raise exc("interrupted")
+        return original(self, point)
+
+    monkeypatch.setattr(PrivateGibbs, "step", step)
+
+
+def test_gibbs_ctrl_c_during_tuning_charges_the_plan_and_raises_a_clear_error(monkeypatch):
+    _interrupt_step_at(monkeypatch, 10, KeyboardInterrupt)  # tune=20: PyMC returns no posterior
+    ledger = PrivacyLedger()
+    with pytest.raises(InterruptedRunError, match="interrupted during tuning"):
+        with beta_bernoulli():
+            pmdp.sample(40, method="gibbs", temperature=4.0, truncate={"p": (0.2, 0.8)}, ledger=ledger, **SHORT)
+    (entry,) = ledger.entries
+    assert entry.count == 60 and entry.details["interrupted"] == "InterruptedRunError"
+    assert not ledger.reserved
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, RuntimeError])
+def test_gibbs_interrupt_or_exception_after_tuning_charges_the_plan(monkeypatch, exc):
+    _interrupt_step_at(monkeypatch, 30, exc)
+    ledger = PrivacyLedger()
+    with beta_bernoulli():
+        if exc is KeyboardInterrupt:  # PyMC catches it and returns the partial trace
+            idata = pmdp.sample(40, method="gibbs", temperature=4.0, truncate={"p": (0.2, 0.8)}, ledger=ledger, **SHORT)
+            assert pmdp.ledger(idata).total() == ledger.total()
+        else:
+            with pytest.raises(RuntimeError, match="interrupted"):
+                pmdp.sample(40, method="gibbs", temperature=4.0, truncate={"p": (0.2, 0.8)}, ledger=ledger, **SHORT)
+    (entry,) = ledger.entries
+    assert entry.count == 60 and not ledger.reserved
+
+
+# ---------------------------------------------------------------------------- class 6: pm.sample keywords
+
+
+def _keyword_cases():
+    return [
+        {"discard_tuned_samples": False, "tune": 5},
+        {"discard_tuned_samples": True},
+        {"chains": 2, "cores": 1},
+        {"random_seed": 7},
+        {"init": "adapt_diag"},
+        {"compute_convergence_checks": True},
+        {"keep_warning_stat": True},
+        {"idata_kwargs": {"log_likelihood": True}},
+        {"target_accept": 0.9},
+        {"var_names": ["p"]},
+        {"initvals": {"p": 0.3}},
+        {"quiet": True},
+        {"blas_cores": 1},
+        {"jitter_max_retries": 2},
+        {"progressbar": True},
+    ]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("keywords", _keyword_cases(), ids=lambda k: ",".join(k))
+def test_every_pm_sample_keyword_works_or_is_refused_before_spending(method, keywords):
+    if not {"quiet", "blas_cores"} <= set(inspect.signature(pm.sample).parameters) and (
+        {"quiet", "blas_cores"} & set(keywords)
+    ):
+        pytest.skip("keyword of a newer PyMC")
+    ledger = PrivacyLedger()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = run(beta_bernoulli(), method, ledger, draws=10, **keywords)
+    except ValueError as err:  # a refusal must come before any spend
+        assert _spent_nothing(ledger), str(err)
+        return
+    assert len(ledger) >= 1 and not ledger.reserved
+    assert pmdp.ledger(idata).total() == ledger.total()
+    groups = set(_compat.group_names(idata))
+    assert not groups & {"observed_data", "constant_data", "log_likelihood", "warmup_posterior"}, groups
+
+
+# ---------------------------------------------------------------------------- class 7: dims on observed
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_an_observed_variable_with_dims_is_accepted(method):
+    ledger = PrivacyLedger()
+    idata = run(beta_bernoulli(dims="record"), method, ledger)
+    assert pmdp.ledger(idata).total().epsilon > 0
+    assert "record" not in _compat.get_group(idata, "posterior").dims
+
+
+# ---------------------------------------------------------------------------- class 8: seeded randomness
+
+
+@pytest.mark.parametrize("method", ["ops", "gibbs"])
+def test_a_seeded_sampler_is_recorded_as_seeded_with_a_warning(method):
+    with pytest.warns(UserWarning, match="random_seed= fixes the sampler's randomness"):
+        idata = run(beta_bernoulli(), method, random_seed=5)
+    for entry in pmdp.ledger(idata).entries:
+        assert entry.noise_source == "seeded" and SEEDED_SAMPLER in entry.assumptions
+
+
+@pytest.mark.parametrize("method", ["ops", "gibbs"])
+def test_without_a_seed_the_sampler_is_recorded_as_such(method):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", message=".*(converge|R-hat|effective|divergen|chains).*")
+        idata = run(beta_bernoulli(), method)
+    for entry in pmdp.ledger(idata).entries:
+        assert entry.noise_source == "sampler" and SEEDED_SAMPLER not in entry.assumptions
+    assert "random_seed" not in str(_compat.get_attrs(idata))
+
+
+def test_seeded_gibbs_release_is_reproducible_bit_for_bit():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = run(beta_bernoulli(), "gibbs", random_seed=11)
+        b = run(beta_bernoulli(), "gibbs", random_seed=11)
+    assert np.array_equal(_compat.get_group(a, "posterior")["p"].values, _compat.get_group(b, "posterior")["p"].values)
