@@ -3,11 +3,12 @@
 ::
 
     pymc-dp --version
-    pymc-dp ledger TRACE.nc [--method {basic,advanced,rdp,pld,best}] [--delta D]
+    pymc-dp ledger TRACE.nc [--method {basic,advanced,rdp,pld,best}] [--delta D] [--key-file FILE]
     pymc-dp demo [--preset P] [--epsilon E] [--states K] [--iterations N] [--output DIR] [--seed N]
     pymc-dp demo --example beta-bernoulli [--output DIR] [--seed N] [--draws N]
     pymc-dp bench heldout [--preset P ...] [--splits N] [--states K] [--epsilons E ...] [--output DIR] [--seed N]
     pymc-dp audit [--only NAME ...] [--runs-scale S] [--noise {secure,seeded}] [--no-broken] [--seed N] [--output FILE]
+    pymc-dp audit --scan FOLDER --records CSV [--group COLUMN ...] [--neighbouring {replace,add_remove}] [--public X ...] [--allow STAT ...]
 
 PyMC itself is imported only inside the subcommands that need it.
 """
@@ -63,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="composition method for the total (default: basic; advanced and rdp need --delta)",
     )
     p_ledger.add_argument("--delta", type=float, default=None, help="total δ at which to report ε (tight methods)")
+    p_ledger.add_argument(
+        "--key-file",
+        default=None,
+        metavar="FILE",
+        help="file holding the curator's secret key: refuse the ledger unless every stored copy is signed with it",
+    )
     p_ledger.set_defaults(func=_cmd_ledger)
 
     p_demo = sub.add_parser(
@@ -130,6 +137,26 @@ def build_parser() -> argparse.ArgumentParser:
     p_audit.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the auditor's generator (default 0)")
     p_audit.add_argument("--confidence", type=float, default=0.99, metavar="C", help="confidence of the lower bounds (default 0.99)")
     p_audit.add_argument("--output", default=None, metavar="FILE", help="also write the Markdown table to FILE")
+    p_audit.add_argument(
+        "--scan", default=None, metavar="FOLDER",
+        help="instead: scan every file of FOLDER (report text, JSON, saved traces) for the records of --records, "
+        "their exact statistics and data-dependent shapes; exit status 1 if anything is found",
+    )
+    p_audit.add_argument("--records", default=None, metavar="CSV", help="with --scan: the private records (a CSV; numeric columns are scanned for)")
+    p_audit.add_argument(
+        "--group", nargs="+", default=None, metavar="COLUMN",
+        help="with --scan: columns of --records whose combination groups the records (e.g. region month): "
+        "per-group counts and medians are looked for too",
+    )
+    p_audit.add_argument(
+        "--neighbouring", choices=("replace", "add_remove"), default="replace",
+        help="with --scan: under add_remove the number of records is private and is looked for too (default replace)",
+    )
+    p_audit.add_argument("--public", nargs="+", type=float, default=(), metavar="X", help="with --scan: numbers declared public")
+    p_audit.add_argument(
+        "--allow", nargs="+", default=(), metavar="STAT",
+        help="with --scan: statistics released on purpose or judged coincidences (e.g. y.sum, or a kind: count)",
+    )
     p_audit.set_defaults(func=_cmd_audit)
     return parser
 
@@ -146,12 +173,21 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
     from .trace import MissingLedgerError, ledger
     from . import _compat
 
+    key = None
+    if args.key_file is not None:
+        try:
+            key = Path(args.key_file).read_bytes().strip()
+        except OSError as err:
+            raise _CommandError(f"cannot read --key-file {args.key_file}: {err.strerror}") from None
+        if not key:
+            raise _CommandError(f"--key-file {args.key_file} is empty; it must hold the curator's secret key")
+
     try:
         trace = _compat.load(path)
     except Exception as err:  # noqa: BLE001 - any reader failure is "not a trace"
         raise _CommandError(f"cannot read {path} as a saved trace: {_first_line(err)}") from None
     try:
-        lg = ledger(trace)
+        lg = ledger(trace, key=key)
     except MissingLedgerError:
         raise _CommandError(f"{path} has no privacy ledger: this trace was not produced by pymc_dp") from None
     except ValueError as err:
@@ -163,6 +199,7 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
         raise _CommandError(f"cannot compute the {args.method} total: {_first_line(err)}") from None
 
     print(f"Trace: {path}")
+    print("Integrity: " + ("signature verified with the given key" if key else "content digests verified (unsigned check)"))
     print(table)
     delta_note = "" if args.delta is None else f" at δ = {args.delta:g}"
     print(f"Total cost under {args.method} composition{delta_note}: ε = {total.epsilon:.6g}, δ = {total.delta:.3g}")
@@ -219,13 +256,53 @@ def _cmd_bench_heldout(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The name of the ledger's concurrency check among the audit targets (``--only``).
+LEDGER_RACE = "ledger-concurrency"
+
+
+def _cmd_audit_scan(args: argparse.Namespace) -> int:
+    import numpy as np
+    import pandas as pd
+
+    from .audit import scan_folder
+
+    if args.records is None:
+        raise _CommandError("--scan needs --records CSV: the private records to look for")
+    try:
+        frame = pd.read_csv(args.records)
+    except (OSError, ValueError) as err:
+        raise _CommandError(f"cannot read --records {args.records} as a CSV: {_first_line(err)}") from None
+    groups = None
+    if args.group:
+        missing = [c for c in args.group if c not in frame.columns]
+        if missing:
+            raise _CommandError(f"--group names column(s) {missing} that {args.records} does not have: {list(frame.columns)}")
+        groups = {"-".join(args.group): tuple(frame[c].to_numpy() for c in args.group)}
+    numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c]) and c not in (args.group or ())]
+    if not numeric:
+        raise _CommandError(f"{args.records} has no numeric column to look for")
+    records = {c: frame[c].to_numpy(dtype=np.float64) for c in numeric}
+    try:
+        report = scan_folder(
+            args.scan, records, groups=groups, public=args.public, neighbouring=args.neighbouring, allow=args.allow
+        )
+    except (FileNotFoundError, ValueError, TypeError) as err:
+        raise _CommandError(_first_line(err)) from None
+    print(report)
+    return 0 if report.clean else 1
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     import time
 
     from .audit.targets import TARGETS, format_audit_table, run_audits
 
+    if args.scan is not None:
+        return _cmd_audit_scan(args)
+    if args.records is not None or args.group:
+        raise _CommandError("--records and --group go with --scan FOLDER")
     names = [t.name for t in TARGETS]
-    unknown = [n for n in args.only or () if n not in names]
+    unknown = [n for n in args.only or () if n not in names and n != LEDGER_RACE]
     if unknown:
         raise _CommandError(f"unknown target(s) {unknown}; the targets are: {', '.join(names)}")
     if not args.runs_scale > 0:
@@ -239,15 +316,25 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print(f"  [{time.perf_counter() - start:6.0f} s] {result.name}: audited ε ≥ {result.epsilon_lower:.3f} "
               f"(claimed {result.claimed_epsilon:.4g}) {verdict}", file=sys.stderr, flush=True)
 
-    results = run_audits(args.only, runs_scale=args.runs_scale, noise=args.noise, broken=not args.no_broken,
-                         seed=args.seed, confidence=args.confidence, progress=progress)
-    table = format_audit_table(results)
+    race = None
+    if args.only is None or LEDGER_RACE in args.only:
+        from .audit.ledger_race import audit_concurrent_spends
+
+        race = audit_concurrent_spends()
+    only = None if args.only is None else [n for n in args.only if n != LEDGER_RACE]
+    results = [] if only == [] else run_audits(
+        only, runs_scale=args.runs_scale, noise=args.noise, broken=not args.no_broken, seed=args.seed,
+        confidence=args.confidence, progress=progress,
+    )
+    table = format_audit_table(results) if results else ""
+    if race is not None:
+        table = (table + "\n\n" if table else "") + f"{LEDGER_RACE}: {race}"
     header = (f"Audit at {args.confidence:.0%} confidence, {args.noise} noise, seed {args.seed} "
               f"({time.perf_counter() - start:.0f} s)")
     print(header + "\n\n" + table)
     if args.output:
         Path(args.output).write_text(header + "\n\n" + table + "\n")
-    failed = [ok.name for ok, _ in results if not ok.passed]
+    failed = [ok.name for ok, _ in results if not ok.passed] + ([LEDGER_RACE] if race is not None and not race.passed else [])
     missed = [bad.name for _, bad in results if bad is not None and bad.passed]
     if failed or missed:
         print(f"{PROG}: audit failed: {', '.join(failed + missed)}", file=sys.stderr)

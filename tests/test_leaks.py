@@ -443,3 +443,89 @@ def test_warlogs_demo_release_is_clean(tmp_path):
     logs = warlogs_data.generate("small", seed=1)  # the demo's data: seed 1
     released = az.from_netcdf(str(tmp_path / "trace.nc"))
     assert_clean(scan_for_leaks(released, warlog_records(logs, warlogs_data.feature_counts(logs))))
+
+
+# --------------------------------------------------------------------------- shapes, folders (audit classes 1 and 3)
+
+
+def test_scanner_flags_imputed_missing_values_and_data_dependent_lengths():
+    """PyMC's imputation of missing records in a trace is found by name and by its length."""
+    y = np.random.default_rng(7).normal(2.0, 1.0, 40)
+    y[[3, 11, 17]] = np.nan
+    posterior = xr.Dataset(
+        {
+            "mu": (("chain", "draw"), np.random.default_rng(1).normal(size=(2, 50))),
+            "y_unobserved": (("chain", "draw", "y_unobserved_dim_0"), np.zeros((2, 50, 3))),
+            "renamed": (("chain", "draw", "k"), np.zeros((2, 50, 3))),
+        }
+    )
+    report = scan_for_leaks(_compat.new_trace({"posterior": posterior}), y)
+    shapes = {lk.where for lk in report.leaks if lk.kind == "shape"}
+    assert "posterior/y_unobserved" in shapes
+    assert "posterior/renamed:k" in shapes  # same length as the number missing, whatever its name
+    assert any("missing entries" in lk.detail for lk in report.leaks)
+    # No missing values, replace neighbouring: a length-40 dimension is public N, not a leak.
+    full = np.random.default_rng(7).normal(2.0, 1.0, 40)
+    per_record = xr.Dataset({"z": (("chain", "draw", "obs"), np.zeros((2, 50, 40)))})
+    assert scan_for_leaks(_compat.new_trace({"posterior": per_record}), full).clean
+    # Under add_remove N is private: the same dimension is a leak.
+    flagged = scan_for_leaks(_compat.new_trace({"posterior": per_record}), full, neighbouring="add_remove")
+    assert [lk.kind for lk in flagged.leaks] == ["shape"]
+
+
+@pytest.fixture(scope="module")
+def warlog_records():
+    logs = warlogs_data.generate("small", seed=4)  # median 26 records per region-month: a distinctive integer
+    frame = logs.to_frame()
+    cells = {"region-month": (frame["region"].to_numpy(), frame["month"].to_numpy())}
+    records = {f: frame[f].to_numpy() for f in warlogs_data.FEATURES}
+    per_cell = logs.records_per_cell()
+    return logs, records, cells, per_cell
+
+
+def test_folder_scan_finds_the_exact_record_count_and_the_median_per_cell(warlog_records, tmp_path):
+    """The report an audit found: exact N and the median per region-month, printed as plain integers."""
+    logs, records, cells, per_cell = warlog_records
+    (tmp_path / "summary.txt").write_text(
+        f"records            {logs.num_records:,} in {len(logs.regions)} regions x 72 months "
+        f"(median {np.median(per_cell):.0f} per region-month)\n"
+    )
+    (tmp_path / "figure.png").write_bytes(b"\x89PNG not read")
+    report = pmdp.audit.scan_folder(
+        tmp_path, records, groups=cells, public=(len(logs.regions), 72), neighbouring="add_remove"
+    )
+    found = " ".join(lk.detail for lk in report.leaks)
+    assert {lk.where for lk in report.leaks} == {"summary.txt:1"}
+    assert ".n" in found and "region-month.count.median" in found
+    assert report.files == ("summary.txt",) and report.skipped == ("figure.png",)
+    # Noisy, rounded sizes (what the demo prints now) are clean.
+    (tmp_path / "summary.txt").write_text("records            about 6,800 (noisy), median about 31 per region-month\n")
+    assert pmdp.audit.scan_folder(tmp_path, records, groups=cells, neighbouring="add_remove").clean
+
+
+def test_folder_scan_reads_traces_and_json_and_names_the_file(warlog_records, tmp_path):
+    logs, records, cells, _ = warlog_records
+    leaky = xr.Dataset({"casualties": (("row",), records["civilian_casualty"].astype(float))})
+    _compat.save(_compat.new_trace({"posterior_predictive": leaky}), tmp_path / "trace.nc")
+    (tmp_path / "stats.json").write_text(json.dumps({"total": int(records["friendly_casualty"].sum()) + 0}))
+    report = pmdp.audit.scan_folder(tmp_path, records)
+    places = {lk.where.split("/")[0].split(":")[0] for lk in report.leaks}
+    assert places == {"trace.nc", "stats.json"}, str(report)
+
+
+def test_cli_audit_scan_exits_nonzero_on_a_leaky_folder(warlog_records, tmp_path):
+    import subprocess
+    import sys
+
+    logs, records, _, _ = warlog_records
+    logs.to_frame().to_csv(tmp_path / "records.csv", index=False)
+    report_dir = tmp_path / "report"
+    report_dir.mkdir()
+    (report_dir / "summary.txt").write_text(f"{logs.num_records} records\n")
+    cmd = [sys.executable, "-m", "pymc_dp.cli", "audit", "--scan", str(report_dir), "--records",
+           str(tmp_path / "records.csv"), "--group", "region", "month", "--neighbouring", "add_remove"]
+    leaky = subprocess.run(cmd, capture_output=True, text=True)
+    assert leaky.returncode == 1 and "summary.txt:1" in leaky.stdout
+    (report_dir / "summary.txt").write_text("about 7,000 records\n")
+    clean = subprocess.run(cmd, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stdout + clean.stderr

@@ -8,14 +8,15 @@
   (:mod:`pymc_dp.audit.targets`).
 * :func:`scan_for_leaks` — search a released trace (every group, variable,
   coordinate and attribute) for the private records and for exact statistics of
-  them (:mod:`pymc_dp.audit.leaks`).
+  them (:mod:`pymc_dp.audit.leaks`); :func:`scan_folder` does the same for every
+  file of a folder of artefacts (report text, JSON, saved traces).
 
 This package sits beside ``examples`` and ``cli`` in the layering: it imports the
 mechanisms, models and step methods it audits; nothing below imports it.
 """
 
 from .auditor import AuditResult, audit, clopper_pearson, repeated
-from .leaks import Leak, LeakReport, PrivacyLeakError, scan_for_leaks
+from .leaks import Leak, LeakReport, PrivacyLeakError, scan_folder, scan_for_leaks
 from .targets import TARGETS, AuditTarget, format_audit_table, run_audits, run_target
 
 __all__ = [
@@ -31,5 +32,6 @@ __all__ = [
     "repeated",
     "run_audits",
     "run_target",
+    "scan_folder",
     "scan_for_leaks",
 ]

@@ -12,10 +12,15 @@ records, it looks everywhere in the object for
 3. **record sequences**: a run of consecutive records, in order, along any axis of
    any array or coordinate (this catches integer and boolean records, whose single
    values mean nothing), long enough not to occur by chance;
-4. **exact statistics**: sums, sums of squares, means, variances, extremes and
-   counts of the records that appear exactly although they should only have been
-   released through a mechanism (see :func:`scan_for_leaks` for where they are
-   looked for, and why).
+4. **exact statistics**: sums, sums of squares, means, variances, extremes,
+   medians and counts of the records (and per-group counts and medians) that appear
+   exactly although they should only have been released through a mechanism (see
+   :func:`scan_for_leaks` for where they are looked for, and why);
+5. **shapes**: a variable of imputed missing values, or a dimension whose length is
+   private (the number of missing records; N under add/remove neighbouring).
+
+:func:`scan_folder` runs the same checks on every file of a folder of artefacts
+(report text, JSON, saved traces).
 
 The scan is a test, not a proof: it finds data that was copied out, not data that was
 transformed (a sum plus one, a record times two). A clean report means none of the
@@ -43,6 +48,7 @@ from .. import _compat
 
 __all__ = [
     "scan_for_leaks",
+    "scan_folder",
     "LeakReport",
     "Leak",
     "PrivacyLeakError",
@@ -54,9 +60,15 @@ __all__ = [
 #: Trace groups that hold the records (or per-record functions of them) by construction.
 RAW_DATA_GROUPS = ("observed_data", "constant_data", "log_likelihood", "predictions_constant_data")
 #: The kinds of :class:`Leak`.
-LEAK_KINDS = ("group", "value", "sequence", "statistic")
-#: The statistic kinds :func:`scan_for_leaks` computes (names usable in ``allow=``).
-STATISTIC_KINDS = ("sum", "sumsq", "mean", "var", "var_ddof1", "std", "std_ddof1", "min", "max", "count", "XtX", "Xty")
+LEAK_KINDS = ("group", "value", "sequence", "statistic", "shape")
+#: The statistic kinds :func:`scan_for_leaks` computes (names usable in ``allow=``): per record
+#: array (and column), then ``n`` (the number of records), ``missing``/``observed`` (entries
+#: that are NaN or not, when some are), and per group of records (``groups=``) ``group_count``
+#: and ``group_median``.
+STATISTIC_KINDS = (
+    "sum", "sumsq", "mean", "var", "var_ddof1", "std", "std_ddof1", "min", "max", "median", "q25", "q75",
+    "count", "XtX", "Xty", "n", "missing", "observed", "group_count", "group_median",
+)
 
 _SAMPLE_DIMS = ("chain", "draw")
 _MAX_DISTINCT_FOR_COUNTS = 20
@@ -83,11 +95,14 @@ class Leak:
     ----------
     kind
         ``"group"`` (a raw-data group or container), ``"value"`` (a record value),
-        ``"sequence"`` (a run of consecutive records) or ``"statistic"`` (an exact
-        statistic of the records).
+        ``"sequence"`` (a run of consecutive records), ``"statistic"`` (an exact
+        statistic of the records) or ``"shape"`` (a variable whose size depends on the
+        data: PyMC's imputation of missing values, a dimension as long as a private count).
     where
         Where it was found, as a path: ``posterior/mu_sum``, ``posterior/coords/obs_id``,
-        ``attrs/pymc_dp_ledger:entries[0].details.n``, ``entry.details.scale``.
+        ``attrs/pymc_dp_ledger:entries[0].details.n``, ``entry.details.scale``; in a
+        folder scan, the file first (``summary.txt:2`` is line 2 of ``summary.txt``,
+        ``trace.nc/posterior/y_unobserved`` a variable of a saved trace).
     detail
         What was found there (which records or statistic, how many matches). Never
         the matched value itself.
@@ -127,11 +142,19 @@ class LeakReport:
     statistics
         Names of the statistics that were looked for (after ``allow`` and the trivial
         values were removed); empty when the statistic check was off.
+    files
+        Folder scans (:func:`~pymc_dp.audit.scan_folder`): the files read, relative to
+        the folder; empty for a scan of one object.
+    skipped
+        Folder scans: the files that were not read because their type is not one the
+        scanner understands (they were not checked: look at them yourself).
     """
 
     leaks: tuple[Leak, ...] = ()
     scanned: int = 0
     statistics: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -158,10 +181,23 @@ class LeakReport:
         if self.leaks:
             raise PrivacyLeakError(self.leaks)
 
+    def summary_line(self) -> str:
+        """One line: clean or how many leaks, and what was (not) scanned."""
+        what = f"{len(self.files)} file(s), {self.scanned} items" if self.files else f"{self.scanned} items"
+        verdict = "clean" if self.clean else f"{len(self.leaks)} LEAK(S)"
+        tail = f"; not scanned: {', '.join(self.skipped)}" if self.skipped else ""
+        return f"{verdict} ({what}, {len(self.statistics)} statistics looked for){tail}"
+
     def __str__(self) -> str:
         head = f"Leak scan: {self.scanned} items examined, {len(self.statistics)} statistics looked for"
+        if self.files or self.skipped:
+            head = f"Leak scan of {len(self.files)} file(s): {self.scanned} items examined, " \
+                f"{len(self.statistics)} statistics looked for"
+        tail = ""
+        if self.skipped:
+            tail = f"\n  not scanned (unknown file type): {', '.join(self.skipped)}"
         if not self.leaks:
-            return head + " - clean (no leak found)."
+            return head + " - clean (no leak found)." + tail
         rows = [("kind", "where", "detail")] + [(lk.kind, lk.where, lk.detail) for lk in self.leaks]
         w0 = max(len(r[0]) for r in rows)
         w1 = min(max(len(r[1]) for r in rows), 60)
@@ -170,7 +206,7 @@ class LeakReport:
             lines.append(f"  {a:<{w0}}  {b:<{w1}}  {c}")
             if i == 0:
                 lines.append(f"  {'-' * w0}  {'-' * w1}  {'-' * 6}")
-        return "\n".join(lines)
+        return "\n".join(lines) + tail
 
 
 # --------------------------------------------------------------------------- records
@@ -179,7 +215,36 @@ class LeakReport:
 @dataclasses.dataclass
 class _Record:
     name: str
-    values: np.ndarray  # float64, finite, ndim >= 1
+    values: np.ndarray  # float64, finite, ndim >= 1 (records with a missing entry left out)
+    size: int = 0  # N: the records along the first axis, incomplete ones included
+    missing: int = 0  # entries that were NaN (or masked): missing values
+    derived: str = ""  # "counts" / "medians": per-group values computed from the records (groups=)
+    raw: np.ndarray | None = dataclasses.field(default=None, repr=False)  # float64, NaN where missing
+
+
+def _as_float_array(value: Any, label: str) -> np.ndarray:
+    """A numeric array as float64, NaN where an entry is missing (NaN or masked)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{label} must be an array of numbers, got {type(value).__name__}.")
+    mask = np.ma.getmaskarray(value) if np.ma.isMaskedArray(value) else None
+    try:
+        arr = np.asarray(np.ma.getdata(value) if mask is not None else value)
+    except Exception as err:  # pragma: no cover - exotic inputs
+        raise TypeError(f"{label} cannot be read as an array: {err}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{label} must hold numbers (int, float or bool), got dtype {arr.dtype}.")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{label} must hold real numbers, got dtype {arr.dtype}.")
+    if arr.ndim == 0:
+        raise ValueError(f"{label} must be an array of records (at least 1-D), got a scalar.")
+    if arr.size == 0:
+        raise ValueError(f"{label} is empty: there are no records to look for.")
+    arr = arr.astype(np.float64) + 0.0  # + 0.0 turns -0.0 into 0.0
+    if mask is not None and mask.any():
+        arr[np.broadcast_to(mask, arr.shape)] = np.nan
+    if np.isinf(arr).any():
+        raise ValueError(f"{label} contains infinite values.")
+    return arr
 
 
 def _check_records(records: Any) -> list[_Record]:
@@ -197,32 +262,114 @@ def _check_records(records: Any) -> list[_Record]:
     out = []
     for name, value in items:
         label = "records" if len(items) == 1 and name == "records" else f"records[{name!r}]"
-        if isinstance(value, (str, bytes)) or value is None:
-            raise TypeError(f"{label} must be an array of numbers, got {type(value).__name__}.")
-        try:
-            arr = np.asarray(value)
-        except Exception as err:  # pragma: no cover - exotic inputs
-            raise TypeError(f"{label} cannot be read as an array: {err}") from None
-        if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-            raise TypeError(f"{label} must hold numbers (int, float or bool), got dtype {arr.dtype}.")
-        if np.iscomplexobj(arr):
-            raise TypeError(f"{label} must hold real numbers, got dtype {arr.dtype}.")
-        if arr.ndim == 0:
-            raise ValueError(f"{label} must be an array of records (at least 1-D), got a scalar.")
-        if arr.size == 0:
-            raise ValueError(f"{label} is empty: there are no records to look for.")
-        arr = arr.astype(np.float64)
-        if np.isnan(arr).any():
-            raise ValueError(f"{label} contains NaN: pass the records as they are, without missing values.")
-        if not np.isfinite(arr).all():
-            raise ValueError(f"{label} contains infinite values.")
-        out.append(_Record(name, arr + 0.0))  # + 0.0 turns -0.0 into 0.0
+        arr = _as_float_array(value, label)
+        nan = np.isnan(arr)
+        missing = int(nan.sum())
+        values = arr
+        if missing:
+            # Missing values (NaN or masked entries): the other checks use the complete
+            # records, in order; the number missing is itself a statistic (and a shape).
+            complete = ~nan.reshape(arr.shape[0], -1).any(axis=1)
+            if not complete.any():
+                raise ValueError(f"{label} has no complete record: every record has a missing (NaN) entry.")
+            values = arr[complete]
+        out.append(_Record(name, values, size=int(arr.shape[0]), missing=missing, raw=arr))
     return out
+
+
+def _group_keys(labels: Any, label: str) -> tuple[np.ndarray, list[str]]:
+    """``(group index of each record, label of each group)`` for one label array or a tuple of them."""
+    parts = list(labels) if isinstance(labels, tuple) else [labels]
+    if not parts:
+        raise ValueError(f"{label} is an empty tuple: give one label array, or a tuple of label arrays.")
+    codes, uniques = [], []
+    for part in parts:
+        arr = np.asarray(part)
+        if arr.ndim != 1:
+            raise ValueError(f"{label} must hold one label per record (a 1-D array), got shape {arr.shape}.")
+        if arr.dtype.kind not in "biufUSO":
+            raise TypeError(f"{label} must hold labels (numbers or strings), got dtype {arr.dtype}.")
+        u, inv = np.unique(arr.astype(str) if arr.dtype == object else arr, return_inverse=True)
+        codes.append(inv.ravel())
+        uniques.append(u)
+    if len({c.size for c in codes}) != 1:
+        raise ValueError(f"{label}: the label arrays of a combined group must have the same length.")
+    if len(codes) == 1:
+        index, used = codes[0], np.arange(uniques[0].size)
+    else:
+        flat = np.ravel_multi_index(codes, tuple(u.size for u in uniques))
+        used, index = np.unique(flat, return_inverse=True)
+    if len(codes) == 1:
+        names = [str(x) for x in uniques[0]]
+    else:
+        cells = np.unravel_index(used, tuple(u.size for u in uniques))
+        names = ["|".join(str(uniques[k][cells[k][g]]) for k in range(len(codes))) for g in range(used.size)]
+    return index.ravel(), names
+
+
+def _group_medians(values: np.ndarray, index: np.ndarray, groups: int) -> np.ndarray:
+    """The median of ``values`` (1-D, NaN = missing) within each group; NaN for a group with none."""
+    keep = ~np.isnan(values)
+    v, g = values[keep], index[keep]
+    order = np.lexsort((v, g))
+    v, g = v[order], g[order]
+    counts = np.bincount(g, minlength=groups)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    out = np.full(groups, np.nan)
+    has = counts > 0
+    lo = starts[has] + (counts[has] - 1) // 2
+    hi = starts[has] + counts[has] // 2
+    out[has] = (v[lo] + v[hi]) / 2.0
+    return out
+
+
+def _group_records(groups: Any, recs: list[_Record]) -> tuple[list[_Record], list[tuple[str, str, float]]]:
+    """Per-group counts and medians as derived record arrays, and as single statistics when few groups.
+
+    ``groups`` maps a name to the group label of each record (an array of length N),
+    or to a tuple of such arrays (groups by their combination: region and month).
+    """
+    if groups is None:
+        return [], []
+    if not isinstance(groups, Mapping):
+        raise TypeError(f"groups must be a mapping name -> labels of each record, got {type(groups).__name__}.")
+    derived: list[_Record] = []
+    singles: list[tuple[str, str, float]] = []
+    for gname, labels in groups.items():
+        gname = str(gname)
+        index, names = _group_keys(labels, f"groups[{gname!r}]")
+        n = index.size
+        members = [r for r in recs if not r.derived and r.raw is not None and r.raw.ndim <= 2 and r.size == n]
+        if not members:
+            raise ValueError(
+                f"groups[{gname!r}] labels {n} records, but no records array has {n} records along its first axis."
+            )
+        k = len(names)
+        counts = np.bincount(index, minlength=k).astype(np.float64)
+        derived.append(_Record(f"{gname}.count", counts, size=k, derived="counts"))
+        few = k <= _MAX_DISTINCT_FOR_COUNTS
+        if few:
+            singles += [(f"{gname}.count[{names[g]}]", "group_count", float(counts[g])) for g in range(k)]
+        for rec in members:
+            columns = [(rec.name, rec.raw)] if rec.raw.ndim == 1 else [
+                (f"{rec.name}[:,{j}]", rec.raw[:, j]) for j in range(rec.raw.shape[1])
+            ]
+            for cname, col in columns:
+                med = _group_medians(col, index, k)
+                name = f"{gname}.median({cname})"
+                if np.isfinite(med).all():
+                    derived.append(_Record(name, med, size=k, derived="medians"))
+                if few:
+                    singles += [(f"{name}[{names[g]}]", "group_median", float(med[g])) for g in range(k)
+                                if np.isfinite(med[g])]
+    return derived, singles
 
 
 def _stat_entries(rec: _Record) -> list[tuple[str, str, float]]:
     """``(full name, kind, value)`` of the statistics of one record array."""
     out: list[tuple[str, str, float]] = []
+    if rec.derived == "medians":  # looked for one by one (few groups) and as runs only
+        return out
 
     def one(prefix: str, x: np.ndarray) -> None:
         n = x.size
@@ -236,12 +383,23 @@ def _stat_entries(rec: _Record) -> list[tuple[str, str, float]]:
             out.append((f"{prefix}.std_ddof1", "std_ddof1", float(x.std(ddof=1))))
         out.append((f"{prefix}.min", "min", float(x.min())))
         out.append((f"{prefix}.max", "max", float(x.max())))
+        q25, q50, q75 = np.quantile(x, [0.25, 0.5, 0.75])
+        out.append((f"{prefix}.median", "median", float(q50)))
+        out.append((f"{prefix}.q25", "q25", float(q25)))
+        out.append((f"{prefix}.q75", "q75", float(q75)))
+        if rec.derived:
+            return
         distinct, counts = np.unique(x, return_counts=True)
         if distinct.size <= _MAX_DISTINCT_FOR_COUNTS:
             for v, c in zip(distinct, counts):
                 out.append((f"{prefix}.count[{v:g}]", "count", float(c)))
 
     v = rec.values
+    if not rec.derived and v.ndim <= 2:
+        out.append((f"{rec.name}.n", "n", float(rec.size)))
+    if rec.missing:
+        out.append((f"{rec.name}.missing", "missing", float(rec.missing)))
+        out.append((f"{rec.name}.observed", "observed", float(rec.raw.size - rec.missing)))
     if v.ndim == 2 and v.shape[1] > 1:
         one(rec.name, v.ravel())
         for j in range(v.shape[1]):
@@ -259,10 +417,10 @@ def _stat_entries(rec: _Record) -> list[tuple[str, str, float]]:
 def _cross_products(recs: list[_Record]) -> list[tuple[str, str, float]]:
     out = []
     for X in recs:
-        if X.values.ndim != 2 or X.values.shape[1] > _MAX_GRAM_COLUMNS:
+        if X.derived or X.values.ndim != 2 or X.values.shape[1] > _MAX_GRAM_COLUMNS:
             continue
         for y in recs:
-            if y is X or y.values.ndim != 1 or y.values.shape[0] != X.values.shape[0]:
+            if y is X or y.derived or y.values.ndim != 1 or y.values.shape[0] != X.values.shape[0]:
                 continue
             xty = X.values.T @ y.values
             out += [(f"{X.name}^T{y.name}[{j}]", "Xty", float(xty[j])) for j in range(xty.size)]
@@ -273,11 +431,27 @@ def _is_trivial(value: float, public: set[float], rtol: float) -> bool:
     return any(abs(value - p) <= rtol * max(abs(p), 1e-300) or value == p for p in public)
 
 
+def _record_sizes(recs: list[_Record]) -> set[float]:
+    """N of each record array (its first axis): public under replace-one neighbouring."""
+    return {float(r.size or r.values.shape[0]) for r in recs if not r.derived}
+
+
 def _statistics(
-    recs: list[_Record], allow: tuple[str, ...], rtol: float, sizes: Iterable[int] = ()
+    recs: list[_Record],
+    allow: tuple[str, ...],
+    rtol: float,
+    sizes: Iterable[float] = (),
+    *,
+    singles: Sequence[tuple[str, str, float]] = (),
+    public: Iterable[float] = (),
+    n_public: bool = True,
 ) -> list[tuple[str, float]]:
-    """Statistics to look for: ``(names joined by ' = ', value)`` sorted by value."""
-    entries = [e for rec in recs for e in _stat_entries(rec)] + _cross_products(recs)
+    """Statistics to look for: ``(names joined by ' = ', value)`` sorted by value.
+
+    Trivial values are never looked for: 0, 1, the ``sizes`` of the release, the
+    declared ``public`` numbers and, when ``n_public``, N (each record array's length).
+    """
+    entries = [e for rec in recs for e in _stat_entries(rec)] + _cross_products(recs) + list(singles)
     known = {name for name, _, _ in entries} | {kind for _, kind, _ in entries} | set(STATISTIC_KINDS)
     unknown = [a for a in allow if a not in known and not any(_family(n) == a for n, _, _ in entries)]
     if unknown:
@@ -285,12 +459,14 @@ def _statistics(
             f"allow names statistics that are not computed for these records: {unknown}. Use a full name such as "
             f"{entries[0][0]!r}, or a kind from {STATISTIC_KINDS}."
         )
-    public = {0.0, 1.0} | {float(r.values.shape[0]) for r in recs} | {float(n) for n in sizes}
+    trivial = {0.0, 1.0} | {float(n) for n in sizes} | {float(p) for p in public}
+    if n_public:
+        trivial |= _record_sizes(recs)
     by_value: dict[float, list[str]] = {}
     for name, kind, value in entries:
         if name in allow or kind in allow or _family(name) in allow:
             continue
-        if not math.isfinite(value) or _is_trivial(value, public, rtol) or not _distinctive(value):
+        if not math.isfinite(value) or _is_trivial(value, trivial, rtol) or not _distinctive(value):
             continue
         by_value.setdefault(value, []).append(name)
     return sorted(((" = ".join(names), value) for value, names in by_value.items()), key=lambda t: t[1])
@@ -342,6 +518,10 @@ class _Walk:
     seen: set[int] = dataclasses.field(default_factory=set)
     sizes: set[int] = dataclasses.field(default_factory=set)
     strings: dict[str, list[tuple[str, np.ndarray]]] = dataclasses.field(default_factory=dict)
+    #: every data variable of a Dataset met: (path, name, dims, shape)
+    variables: list[tuple[str, str, tuple[str, ...], tuple[int, ...]]] = dataclasses.field(default_factory=list)
+    #: the dimension lengths of the Datasets met (the shape of a released trace)
+    dim_sizes: set[int] = dataclasses.field(default_factory=set)
 
 
 def _numeric(arr: np.ndarray) -> np.ndarray | None:
@@ -421,6 +601,10 @@ def _walk_attrs(walk: _Walk, attrs: Mapping[str, Any], path: str, depth: int) ->
 
 def _walk_dataset(walk: _Walk, ds: xr.Dataset, path: str, depth: int) -> None:
     walk.sizes.update(int(n) for n in ds.sizes.values())
+    walk.dim_sizes.update(int(n) for n in ds.sizes.values())
+    for name in ds.data_vars:
+        da = ds[name]
+        walk.variables.append((_join(path, str(name)), str(name), tuple(map(str, da.dims)), tuple(map(int, da.shape))))
     for name in ds.coords:
         coord = ds.coords[name]
         _add_array(walk, _join(path, f"coords/{name}"), coord.values, "coord", tuple(map(str, coord.dims)))
@@ -694,6 +878,8 @@ def _fmt_index(shape: tuple[int, ...], flat: int) -> str:
 def _check_values(items: list[_Item], recs: list[_Record]) -> list[Leak]:
     per_record = []
     for rec in recs:
+        if rec.derived:  # per-group medians are statistics, looked for as such
+            continue
         v = np.unique(rec.values.ravel())
         v = v[(v != np.round(v)) & ~_short_decimal(v)]
         if v.size:
@@ -860,6 +1046,9 @@ def scan_for_leaks(
     allow: str | Iterable[str] = (),
     min_run: int = 8,
     rtol: float = 1e-12,
+    groups: Mapping[str, Any] | None = None,
+    public: Iterable[float] = (),
+    neighbouring: str = "replace",
 ) -> LeakReport:
     """Look for the private records, or exact statistics of them, anywhere in a released object.
 
@@ -891,6 +1080,11 @@ def scan_for_leaks(
        A run must also change value at least twice: constant runs and single steps
        (``0, 0, ..., 0, 1``) appear in every flag array, sorted column and sticky
        latent path.
+    5. **shape** — the shape of the release told something private: a variable of
+       imputed missing values (PyMC's ``<name>_unobserved``, or a dimension as long
+       as the number of missing or of observed entries of records with missing
+       values), or, under ``neighbouring="add_remove"``, a dimension as long as a
+       record array (N is private then).
     4. **statistic** — exact statistics of each record array (``sum``, ``sumsq``,
        ``mean``, ``var``/``std`` with ddof 0 and 1 (``var_ddof1``...), ``min``,
        ``max``, and ``count[v]`` of each distinct value when there are at most 20;
@@ -937,7 +1131,8 @@ def scan_for_leaks(
     records
         The private records: an array (``(N,)``, or ``(N, p)`` for several columns
         such as a design matrix), or a mapping ``{name: array}`` (several observed
-        variables; ``{"X": X, "y": y}`` for a regression). Numbers only, no NaN.
+        variables; ``{"X": X, "y": y}`` for a regression). Numbers only; NaN (or a
+        masked entry) marks a missing value.
     statistics
         ``"auto"`` or ``True``: run check 4; ``False``: skip it (checks 1-3 only).
     allow
@@ -950,6 +1145,19 @@ def scan_for_leaks(
         few distinct values (check 3).
     rtol
         Relative tolerance of the statistic match (0 <= rtol < 1e-3).
+    groups
+        Groupings of the records whose per-group counts and medians must not be
+        released either: ``{name: labels}``, one label per record (an array of length
+        N), or a tuple of label arrays for groups by their combination
+        (``{"region-month": (region, month)}``). Per-group counts and medians are
+        looked for one by one (at most 20 groups) and as runs (any number).
+    public
+        Numbers declared public, never reported (e.g. the number of regions or a
+        grid size published with the release).
+    neighbouring
+        ``"replace"`` (default: N, the number of records, is public and never
+        reported) or ``"add_remove"`` (N is private: its exact value, and a dimension
+        of that length, are leaks).
 
     Returns
     -------
@@ -1009,16 +1217,204 @@ def scan_for_leaks(
     if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating, np.integer)) or not 0 <= rtol < 1e-3:
         raise ValueError(f"rtol must be a number in [0, 1e-3), got {rtol!r}.")
 
+    if neighbouring not in ("replace", "add_remove"):
+        raise ValueError(f"neighbouring must be 'replace' or 'add_remove', got {neighbouring!r}.")
+    public_t = _check_public(public)
+    derived, singles = _group_records(groups, recs)
+
     walk = _Walk()
     _walk(walk, released, "", "data", depth=0)
+    return _scan_walk(
+        walk, recs, derived, singles, statistics=statistics, allow=allow_t, min_run=int(min_run), rtol=float(rtol),
+        public=public_t, n_public=neighbouring == "replace",
+    )
+
+
+def _check_public(public: Any) -> tuple[float, ...]:
+    if isinstance(public, (str, bytes)) or not isinstance(public, Iterable):
+        raise TypeError(f"public must be an iterable of numbers declared public, got {type(public).__name__}.")
+    out = []
+    for p in public:
+        if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)):
+            raise TypeError(f"public must hold numbers, got {p!r}.")
+        out.append(float(p))
+    return tuple(out)
+
+
+def _scan_walk(
+    walk: _Walk,
+    recs: list[_Record],
+    derived: list[_Record],
+    singles: list[tuple[str, str, float]],
+    *,
+    statistics: Any,
+    allow: tuple[str, ...],
+    min_run: int,
+    rtol: float,
+    public: tuple[float, ...],
+    n_public: bool,
+    files: tuple[str, ...] = (),
+    skipped: tuple[str, ...] = (),
+) -> LeakReport:
+    """The checks on everything a walk collected."""
     items = walk.items
     leaks = list(dict.fromkeys(walk.groups))
+    leaks += _check_shapes(walk, recs, n_public)
     leaks += _check_values(items, recs)
-    leaks += _check_sequences(items, recs, int(min_run))
+    leaks += _check_sequences(items, recs + [d for d in derived if d.values.size >= min_run], min_run)
     stats: list[tuple[str, float]] = []
+    everything = recs + derived
     if isinstance(statistics, str) or bool(statistics):
-        stats = _statistics(recs, allow_t, float(rtol), walk.sizes)
-        leaks += _check_statistics(items, stats, float(rtol))
-    elif allow_t:
-        _statistics(recs, allow_t, float(rtol))  # still refuse unknown names
-    return LeakReport(tuple(leaks), len(items), tuple(name for name, _ in stats))
+        stats = _statistics(everything, allow, rtol, walk.sizes, singles=singles, public=public, n_public=n_public)
+        leaks += _check_statistics(items, stats, rtol)
+    elif allow:
+        _statistics(everything, allow, rtol, singles=singles)  # still refuse unknown names
+    return LeakReport(tuple(dict.fromkeys(leaks)), len(items), tuple(name for name, _ in stats), files, skipped)
+
+
+#: Name suffixes PyMC gives the free variable of imputed missing values.
+_IMPUTED_SUFFIXES = ("_unobserved", "_missing")
+
+
+def _check_shapes(walk: _Walk, recs: list[_Record], n_public: bool) -> list[Leak]:
+    """Variables whose name or shape tells something private (see check 5 of :func:`scan_for_leaks`)."""
+    private_lengths: dict[int, str] = {}
+    for r in recs:
+        if r.derived:
+            continue
+        if r.missing:
+            private_lengths.setdefault(r.missing, f"the number of missing entries of {r.name}")
+            private_lengths.setdefault(r.raw.size - r.missing, f"the number of observed entries of {r.name}")
+        if not n_public:
+            private_lengths.setdefault(r.size, f"the number of records of {r.name} (private under add_remove)")
+    private_lengths = {k: v for k, v in private_lengths.items() if k > 1}
+    leaks = []
+    for path, name, dims, shape in walk.variables:
+        if name.endswith(_IMPUTED_SUFFIXES):
+            leaks.append(Leak("shape", path, "imputed missing values (PyMC's missing-data variable): its length is "
+                                             "the number of missing records"))
+            continue
+        for dim, length in zip(dims, shape):
+            if dim in _SAMPLE_DIMS:
+                continue
+            if length in private_lengths:
+                leaks.append(Leak("shape", f"{path}:{dim}", f"a dimension as long as {private_lengths[length]}"))
+    return leaks
+
+
+# --------------------------------------------------------------------------- folders of artefacts
+
+#: File types :func:`scan_folder` reads, by suffix.
+TEXT_SUFFIXES = (".txt", ".md", ".csv", ".tsv", ".log", ".html", ".htm", ".svg", ".tex", ".rst", ".yaml", ".yml")
+TRACE_SUFFIXES = (".nc", ".zarr", ".h5", ".hdf5")
+#: Every number in report text, integers and digit-grouped integers (12,345) included;
+#: percentages (``13.0 %``) are shares, not statistics of the records, and are left out.
+_REPORT_NUMBER = re.compile(
+    r"(?<![\w.])([-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|[-+]?\.\d+)(?!\s?%)(?!\d|[.,]\d)"
+)
+
+
+def _walk_text_file(walk: _Walk, rel: str, text: str) -> None:
+    """Every number of every line of a report (integers too: a record count is one)."""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        tokens = []
+        for t in _REPORT_NUMBER.findall(line):
+            try:
+                tokens.append(float(t.replace(",", "")))
+            except ValueError:  # pragma: no cover - the pattern only matches numbers
+                continue
+        if tokens:
+            walk.items.append(_Item(f"{rel}:{lineno}", np.asarray(tokens, dtype=np.float64) + 0.0, "attr"))
+
+
+def scan_folder(
+    folder: Any,
+    records: Any,
+    *,
+    statistics: bool | str = "auto",
+    allow: str | Iterable[str] = (),
+    min_run: int = 8,
+    rtol: float = 1e-12,
+    groups: Mapping[str, Any] | None = None,
+    public: Iterable[float] = (),
+    neighbouring: str = "replace",
+) -> LeakReport:
+    """Scan every artefact in a folder (a report, a release) for the private records.
+
+    What leaves the curator is often a folder: report text, JSON, saved traces,
+    figures. Every file under ``folder`` (recursively, hidden files included) is read
+    by its type and all of them are scanned together, as one release, with the checks
+    of :func:`scan_for_leaks`:
+
+    * saved traces (``.nc``, ``.zarr`` stores, ``.h5``) are loaded and walked like a
+      trace (groups, variables, coordinates, attributes, the ledger);
+    * ``.json`` files are parsed and walked;
+    * text (``.txt``, ``.md``, ``.csv``, ``.html``, ``.svg``, ... see
+      :data:`TEXT_SUFFIXES`) contributes every number of every line, integers and
+      digit-grouped integers (``12,345``) included: in a report, a record count is
+      a plain integer. A leak is located as ``file:line``;
+    * anything else (images among them: a figure's pixels are not read) is listed in
+      :attr:`LeakReport.skipped`, not scanned: check it yourself, or write figures
+      only from released values.
+
+    Parameters
+    ----------
+    folder
+        The folder (a path).
+    records, statistics, allow, min_run, rtol, groups, public, neighbouring
+        As for :func:`scan_for_leaks`.
+
+    Returns
+    -------
+    LeakReport
+        With :attr:`~LeakReport.files` (what was read) and
+        :attr:`~LeakReport.skipped` (what was not).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``folder`` is not a folder.
+    ValueError
+        If a file of a readable type cannot be read (the message names it), or an
+        argument is invalid (as for :func:`scan_for_leaks`).
+    """
+    from pathlib import Path
+
+    root = Path(folder)
+    if not root.is_dir():
+        raise FileNotFoundError(f"folder {str(root)!r} is not a folder.")
+    recs = _check_records(records)
+    if not (isinstance(statistics, (bool, np.bool_)) or statistics == "auto"):
+        raise ValueError(f"statistics must be 'auto', True or False, got {statistics!r}.")
+    allow_t = (allow,) if isinstance(allow, str) else tuple(allow)
+    if neighbouring not in ("replace", "add_remove"):
+        raise ValueError(f"neighbouring must be 'replace' or 'add_remove', got {neighbouring!r}.")
+    if isinstance(min_run, bool) or not isinstance(min_run, (int, np.integer)) or min_run < 2:
+        raise ValueError(f"min_run must be a whole number >= 2, got {min_run!r}.")
+    public_t = _check_public(public)
+    derived, singles = _group_records(groups, recs)
+
+    walk = _Walk()
+    files, skipped = [], []
+    paths = sorted(p for p in root.rglob("*") if p.is_file() and not any(part.endswith(".zarr") for part in p.relative_to(root).parts[:-1]))
+    paths += sorted(p for p in root.rglob("*.zarr") if p.is_dir())
+    for path in sorted(paths):
+        rel = str(path.relative_to(root))
+        suffix = path.suffix.lower()
+        try:
+            if suffix in TRACE_SUFFIXES:
+                _walk(walk, _compat.load(path), rel, "data", depth=0)
+            elif suffix == ".json":
+                _walk(walk, json.loads(path.read_text(encoding="utf-8")), rel, "attr", depth=0)
+            elif suffix in TEXT_SUFFIXES:
+                _walk_text_file(walk, rel, path.read_text(encoding="utf-8", errors="replace"))
+            else:
+                skipped.append(rel)
+                continue
+        except (OSError, ValueError, TypeError) as err:
+            raise ValueError(f"cannot read {rel} in {root} as a {suffix or 'text'} file: {err}") from None
+        files.append(rel)
+    return _scan_walk(
+        walk, recs, derived, singles, statistics=statistics, allow=allow_t, min_run=int(min_run), rtol=float(rtol),
+        public=public_t, n_public=neighbouring == "replace", files=tuple(files), skipped=tuple(skipped),
+    )

@@ -152,17 +152,16 @@ def run_demo(
 
     # 2. The one and only access to the records: a Laplace-noised count.
     ledger = PrivacyLedger(budget=Budget(epsilon=BUDGET_EPSILON))
-    noisy_count = float(
-        laplace_mechanism(
-            float(true_count),
-            epsilon=EPSILON,
-            sensitivity=1.0,  # replacing one record changes the count by at most 1
-            ledger=ledger,
-            rng=noise_rng,
-            touched="records:count of positives",
-        )
+    noisy_count, entry = laplace_mechanism(
+        float(true_count),
+        epsilon=EPSILON,
+        sensitivity=1.0,  # replacing one record changes the count by at most 1
+        ledger=ledger,
+        rng=noise_rng,
+        touched="records:count of positives",
+        return_entry=True,  # the ledger's record of this spend
     )
-    entry = ledger.entries[-1]
+    noisy_count = float(noisy_count)
     scale = float(entry.details["scale"])
     del records  # nothing below touches the records
 

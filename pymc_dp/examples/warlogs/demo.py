@@ -17,7 +17,13 @@
    * ``diagnostics.txt``: ArviZ's summary (R-hat, ESS) of label-free quantities (the
      log-likelihood of the noisy counts, the number of occupied states, the share of the
      largest state), since state labels may differ between chains;
-   * ``summary.txt``: the one-screen summary that is also printed.
+   * ``summary.txt``: the one-screen summary that is also printed;
+   * ``leak_scan.txt``: the curator's last check: every file above scanned for the
+     records, their exact statistics (the number of records, the median per
+     region-month, ...) and their shapes (:func:`pymc_dp.audit.scan_folder`).
+
+Every number in the report comes from the release (the noisy counts and what was
+sampled from them): sizes are the noisy ones, rounded.
 
 The seed makes the data, the noise and the sampler reproducible; without one the noise
 is OpenDP's secure noise (the data are still generated from seed 0).
@@ -33,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ... import _compat
-from .data import FEATURES, MONTHS, TYPES, describe, feature_counts, generate, month_labels
+from .data import FEATURES, MONTHS, TYPES, feature_counts, generate, month_labels
 
 __all__ = ["run_demo", "modal_states"]
 
@@ -63,6 +69,35 @@ def _convergence(quantities: dict[str, np.ndarray], r_hat: Any) -> str:
             per_chain = " | ".join(f"{m:.3g}" for m in values.mean(axis=1))
             parts.append(f"{name.replace('_', ' ')} {per_chain} by chain (settled)")
     return "; ".join(parts)
+
+
+def _round_to(value: float, step: float) -> float:
+    return float(np.round(value / step) * step)
+
+
+def _scan_report(out: Path, logs: Any) -> Any:
+    """Scan the report folder for the records, their exact statistics and per-cell statistics.
+
+    The curator's check before anything leaves: every file of ``out`` (text lines,
+    the saved trace with its ledger) is searched for the records' feature columns,
+    their exact statistics, the exact number of records and the per-region-month
+    counts and medians (:func:`pymc_dp.audit.scan_folder`). Figures are listed as not
+    scanned; they are drawn from the released trace only.
+    """
+    from ...audit import scan_folder
+
+    frame = logs.to_frame()
+    records = {f: frame[f].to_numpy() for f in FEATURES}
+    cells = {"region-month": (frame["region"].to_numpy(), frame["month"].to_numpy())}
+    # Small-integer statistics (counts of a value, quartiles and extremes of a feature
+    # code or a per-cell count) coincide with the small integers of any report (ESS,
+    # iteration counts) and are no evidence there; everything else is looked for,
+    # including the exact number of records (N: the report treats it as private,
+    # hence add_remove) and the median per region-month.
+    allow = ("count", "q25", "q75", "min", "max")
+    return scan_folder(
+        out, records, groups=cells, public=(len(logs.regions), MONTHS), allow=allow, neighbouring="add_remove"
+    )
 
 
 def modal_states(states: np.ndarray, num_states: int) -> np.ndarray:
@@ -218,28 +253,35 @@ def run_demo(
     released.to_netcdf(str(out / "trace.nc"))
     (out / "ledger.txt").write_text(ledger.summary() + "\n")
     (out / "diagnostics.txt").write_text(diagnostics.to_string() + "\n")
-    facts = describe(logs)
+    # Sizes in the report come from the release (post-processing: free), never from the
+    # records: the exact record count and per-cell medians were never charged for.
+    per_cell = np.maximum(noisy[0], 0.0).sum(axis=-1)  # noisy records per region-month (type counts)
     elapsed = time.perf_counter() - start
     top = ", ".join(f"{100 * share[k]:.1f} %" for k in used[:4])
     lines = [
         f"pymc_dp demo: private HMM of war-log records ({preset}-like synthetic data)",
-        f"  records            {facts['records']:,} in {facts['regions']} regions x {MONTHS} months "
-        f"(median {facts['median_per_cell']:.0f} per region-month)",
+        f"  records            about {_round_to(per_cell.sum(), 100):,.0f} (noisy) in {len(logs.regions)} regions x "
+        f"{MONTHS} months (median about {np.median(per_cell):.0f} per region-month, noisy)",
         f"  privacy            Laplace on the feature counts, ε = {epsilon:g} ({epsilon / len(FEATURES):g} per feature), "
         f"spent ε = {ledger.total().epsilon:g}; noise: {ledger.entries[0].noise_source}",
         f"  model              HMM with K = {num_states}, {iterations} Gibbs iterations x 2 chains (half burn-in)",
         f"  states in use      {len(used)} of {num_states} (region-month shares: {top})",
-        f"  true regimes       adjusted Rand index of the modal states: {ari:.3f}",
+        f"  true regimes       adjusted Rand index of the modal states: {ari:.3f} (synthetic data: the generator's "
+        "regimes are known)",
         f"  convergence        {_convergence(quantities, diagnostics['r_hat'])}",
-        f"  report             {out}/ states.png emissions.png ledger.txt diagnostics.txt trace.nc summary.txt",
+        f"  report             {out}/ states.png emissions.png ledger.txt diagnostics.txt trace.nc summary.txt "
+        "leak_scan.txt",
         f"  time               {elapsed:.1f} s",
     ]
     text = "\n".join(lines)
     (out / "summary.txt").write_text(text + "\n")
+    leak_scan = _scan_report(out, logs)
+    (out / "leak_scan.txt").write_text(str(leak_scan) + "\n")
+    text += f"\n  leak scan          {leak_scan.summary_line()} (leak_scan.txt)"
     if verbose:
         print(text)
     return {
-        "records": facts["records"],
+        "records": logs.num_records,
         "epsilon_spent": ledger.total().epsilon,
         "states_in_use": len(used),
         "shares": [float(share[k]) for k in used],
@@ -248,4 +290,5 @@ def run_demo(
         "output_dir": str(out),
         "seconds": elapsed,
         "ledger": ledger,
+        "leak_scan": leak_scan,
     }

@@ -65,7 +65,7 @@ def privatize_counts(
         arrays.append(arr)
     if not isinstance(ledger, PrivacyLedger):
         raise ValueError("ledger is required: pass ledger=pmdp.PrivacyLedger(...) to record the five releases.")
-    ledger.check_all([
+    planned = [
         LedgerEntry(
             "laplace",
             e,
@@ -73,18 +73,19 @@ def privatize_counts(
             neighbouring=ledger.neighbouring,
         )
         for e in eps
-    ])
+    ]
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         rng = np.random.default_rng(rng)  # one stream, so the five features get independent noise
-    return [
-        laplace_mechanism(
-            arr.astype(float),
-            epsilon=e,
-            sensitivity=COUNT_SENSITIVITY,
-            ledger=ledger,
-            rng=rng,
-            touched=f"warlogs:{name} counts",
-            assumptions=("the region-month grid and the number of feature values are public",),
-        )
-        for arr, e, name in zip(arrays, eps, FEATURES)
-    ]
+    with ledger.spend_planned(planned, what="the five war-log feature counts") as scratch:
+        return [
+            laplace_mechanism(
+                arr.astype(float),
+                epsilon=e,
+                sensitivity=COUNT_SENSITIVITY,
+                ledger=scratch,
+                rng=rng,
+                touched=f"warlogs:{name} counts",
+                assumptions=("the region-month grid and the number of feature values are public",),
+            )
+            for arr, e, name in zip(arrays, eps, FEATURES)
+        ]
