@@ -281,7 +281,7 @@ def test_generic_objects_are_walked(binary, normal):
         (np.array([]), ValueError, "records is empty"),
         ({}, ValueError, "records is an empty mapping"),
         ({"y": []}, ValueError, r"records\['y'\] is empty"),
-        (np.array([0.5, np.nan]), ValueError, "NaN"),
+        (np.array([np.nan, np.nan]), ValueError, "no complete record"),  # NaN marks a missing value
         (np.array([0.5, np.inf]), ValueError, "infinite"),
         (np.float64(2.5), ValueError, "scalar"),
         ("0.5, 0.7", TypeError, "records"),
@@ -474,7 +474,7 @@ def test_scanner_flags_imputed_missing_values_and_data_dependent_lengths():
 
 
 @pytest.fixture(scope="module")
-def warlog_records():
+def report_records():
     logs = warlogs_data.generate("small", seed=4)  # median 26 records per region-month: a distinctive integer
     frame = logs.to_frame()
     cells = {"region-month": (frame["region"].to_numpy(), frame["month"].to_numpy())}
@@ -483,28 +483,31 @@ def warlog_records():
     return logs, records, cells, per_cell
 
 
-def test_folder_scan_finds_the_exact_record_count_and_the_median_per_cell(warlog_records, tmp_path):
+def test_folder_scan_finds_the_exact_record_count_and_the_median_per_cell(report_records, tmp_path):
     """The report an audit found: exact N and the median per region-month, printed as plain integers."""
-    logs, records, cells, per_cell = warlog_records
+    logs, records, cells, per_cell = report_records
     (tmp_path / "summary.txt").write_text(
-        f"records            {logs.num_records:,} in {len(logs.regions)} regions x 72 months "
-        f"(median {np.median(per_cell):.0f} per region-month)\n"
+        f"records            {logs.num_records:,} in {len(logs.regions)} regions x 72 months\n"
+        f"median per region-month: {np.median(per_cell):.2f}\n"
     )
     (tmp_path / "figure.png").write_bytes(b"\x89PNG not read")
     report = pmdp.audit.scan_folder(
         tmp_path, records, groups=cells, public=(len(logs.regions), 72), neighbouring="add_remove"
     )
-    found = " ".join(lk.detail for lk in report.leaks)
-    assert {lk.where for lk in report.leaks} == {"summary.txt:1"}
-    assert ".n" in found and "region-month.count.median" in found
+    found = {lk.where: lk.detail for lk in report.leaks}
+    assert set(found) == {"summary.txt:1", "summary.txt:2"}
+    assert ".n" in found["summary.txt:1"] and "region-month.count.median" in found["summary.txt:2"]
     assert report.files == ("summary.txt",) and report.skipped == ("figure.png",)
-    # Noisy, rounded sizes (what the demo prints now) are clean.
-    (tmp_path / "summary.txt").write_text("records            about 6,800 (noisy), median about 31 per region-month\n")
+    # Noisy, rounded sizes (what the demo prints now) are clean; so is a two-digit number,
+    # which a report's ESS or draw counts match by chance too often to be evidence.
+    (tmp_path / "summary.txt").write_text(
+        f"records            about 6,800 (noisy), median about 31 per region-month; ess {np.median(per_cell):.0f}\n"
+    )
     assert pmdp.audit.scan_folder(tmp_path, records, groups=cells, neighbouring="add_remove").clean
 
 
-def test_folder_scan_reads_traces_and_json_and_names_the_file(warlog_records, tmp_path):
-    logs, records, cells, _ = warlog_records
+def test_folder_scan_reads_traces_and_json_and_names_the_file(report_records, tmp_path):
+    logs, records, cells, _ = report_records
     leaky = xr.Dataset({"casualties": (("row",), records["civilian_casualty"].astype(float))})
     _compat.save(_compat.new_trace({"posterior_predictive": leaky}), tmp_path / "trace.nc")
     (tmp_path / "stats.json").write_text(json.dumps({"total": int(records["friendly_casualty"].sum()) + 0}))
@@ -513,11 +516,11 @@ def test_folder_scan_reads_traces_and_json_and_names_the_file(warlog_records, tm
     assert places == {"trace.nc", "stats.json"}, str(report)
 
 
-def test_cli_audit_scan_exits_nonzero_on_a_leaky_folder(warlog_records, tmp_path):
+def test_cli_audit_scan_exits_nonzero_on_a_leaky_folder(report_records, tmp_path):
     import subprocess
     import sys
 
-    logs, records, _, _ = warlog_records
+    logs, records, _, _ = report_records
     logs.to_frame().to_csv(tmp_path / "records.csv", index=False)
     report_dir = tmp_path / "report"
     report_dir.mkdir()

@@ -280,21 +280,21 @@ def test_privatize_model(spy):
 
 
 def test_sample_privacy_flag(spy, monkeypatch):
-    import pymc_dp.routes.laplace as route
+    from pymc_dp.model.privatize_model import PrivatizationPlan
 
-    real_sample, real_privatize = pm.sample, route.privatize_model
+    real_sample, real_release = pm.sample, PrivatizationPlan.release
     privatised = []
 
     def sample(*args, **kwargs):
         with spy.numpy_allowed():  # the MCMC's own randomness is NumPy's, and post-processing
             return real_sample(*args, **kwargs)
 
-    def privatize_model(*args, **kwargs):
-        privatised.append(real_privatize(*args, **kwargs))
+    def release(self, *args, **kwargs):  # the route's one draw of noise
+        privatised.append(real_release(self, *args, **kwargs))
         return privatised[-1]
 
     monkeypatch.setattr(pm, "sample", sample)
-    monkeypatch.setattr(route, "privatize_model", privatize_model)
+    monkeypatch.setattr(PrivatizationPlan, "release", release)
     ledger = PrivacyLedger()
     with spy.numpy_allowed():  # building the model (PyTensor's RV generators) is not part of the release
         model = pm.Model()

@@ -33,7 +33,14 @@ def test_iraq_like_demo_recovers_the_regimes_and_uses_few_states(tmp_path):
     assert facts["states_in_use"] <= 3 and sum(sorted(facts["shares"], reverse=True)[:2]) >= 0.95
     assert facts["epsilon_spent"] == pytest.approx(5.0)
     names = {p.name for p in tmp_path.iterdir()}
-    assert names == {"states.png", "emissions.png", "ledger.txt", "diagnostics.txt", "trace.nc", "summary.txt"}
+    assert names == {"states.png", "emissions.png", "ledger.txt", "diagnostics.txt", "trace.nc", "summary.txt",
+                     "leak_scan.txt"}
+    # Everything that leaves holds only charged or public values: the demo's own scan is
+    # clean, and neither the exact record count nor the median per region-month is printed.
+    assert facts["leak_scan"].clean, str(facts["leak_scan"])
+    summary = (tmp_path / "summary.txt").read_text()
+    assert f"{facts['records']:,}" not in summary and str(facts["records"]) not in summary
+    assert "noisy" in summary
     trace = pmdp.ledger(str(tmp_path / "trace.nc"))
     assert trace.total().epsilon == pytest.approx(5.0) and len(trace) == 5
     import arviz as az
@@ -58,6 +65,7 @@ def test_demo_runs_as_make_demo_runs_it_with_the_progress_bar_on(tmp_path):
     proc = subprocess.run(_demo_command(tmp_path / "out"), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ledger.txt" in proc.stdout and (tmp_path / "out" / "trace.nc").exists()
+    assert "leak scan          clean" in proc.stdout  # secure noise, as make demo runs it
     assert pmdp.ledger(str(tmp_path / "out" / "trace.nc")).total().epsilon == pytest.approx(5.0)
 
 

@@ -509,6 +509,9 @@ class _Item:
     values: np.ndarray  # float64 canonical (-0.0 -> 0.0), NaN allowed
     role: str  # "data", "coord", "attr"
     dims: tuple[str, ...] | None = None
+    #: report text only: half a unit of each number's last printed digit (a rounded
+    #: statistic matches within it); None: exact matching
+    tolerance: np.ndarray | None = None
 
 
 @dataclasses.dataclass
@@ -1015,6 +1018,14 @@ def _check_statistics(items: list[_Item], stats: list[tuple[str, float]], rtol: 
     values = np.array([v for _, v in stats])
     leaks = []
     for it in items:
+        if it.tolerance is not None:  # report text: rounded matches
+            hits = [
+                name for v, h in zip(it.values, it.tolerance) for name, s in stats if abs(s - v) <= h * (1 + 1e-9)
+            ]
+            if hits:
+                leaks.append(Leak("statistic", it.path, "equals, as printed (rounded), the exact statistic "
+                                  + "; ".join(dict.fromkeys(hits))))
+            continue
         cand = _candidates(it)
         cand = cand[np.isfinite(cand)]
         if cand.size == 0:
@@ -1314,17 +1325,41 @@ _REPORT_NUMBER = re.compile(
 )
 
 
+#: A number in report text is looked up only with at least this many significant digits:
+#: a report's small numbers (an ESS of 26, 213 draws) coincide with small statistics (a
+#: median of 26 per cell) too often to be evidence.
+REPORT_DIGITS = 4
+
+
+def _significant_digits(token: str) -> int:
+    mantissa = re.split(r"[eE]", token.replace(",", "").lstrip("+-"))[0]
+    digits = mantissa.replace(".", "").lstrip("0")
+    return len(digits if "." in mantissa else digits.rstrip("0"))
+
+
 def _walk_text_file(walk: _Walk, rel: str, text: str) -> None:
-    """Every number of every line of a report (integers too: a record count is one)."""
+    """The numbers of every line of a report with at least :data:`REPORT_DIGITS` significant digits.
+
+    Integers count (a record count is one, ``12,345`` too); each number matches a
+    statistic within half a unit of its last printed digit, so a rounded statistic
+    (``6843.4`` printed as ``6,843``) is found.
+    """
     for lineno, line in enumerate(text.splitlines(), 1):
-        tokens = []
+        tokens, halves = [], []
         for t in _REPORT_NUMBER.findall(line):
-            try:
-                tokens.append(float(t.replace(",", "")))
-            except ValueError:  # pragma: no cover - the pattern only matches numbers
+            if _significant_digits(t) < REPORT_DIGITS:
                 continue
+            plain = t.replace(",", "")
+            mantissa = re.split(r"[eE]", plain)[0]
+            decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+            exponent = int(re.split(r"[eE]", plain)[1]) if re.search(r"[eE]", plain) else 0
+            tokens.append(float(plain))
+            halves.append(0.5 * 10.0 ** (exponent - decimals))
         if tokens:
-            walk.items.append(_Item(f"{rel}:{lineno}", np.asarray(tokens, dtype=np.float64) + 0.0, "attr"))
+            walk.items.append(_Item(
+                f"{rel}:{lineno}", np.asarray(tokens, dtype=np.float64) + 0.0, "attr",
+                tolerance=np.asarray(halves, dtype=np.float64),
+            ))
 
 
 def scan_folder(
@@ -1350,9 +1385,13 @@ def scan_folder(
       trace (groups, variables, coordinates, attributes, the ledger);
     * ``.json`` files are parsed and walked;
     * text (``.txt``, ``.md``, ``.csv``, ``.html``, ``.svg``, ... see
-      :data:`TEXT_SUFFIXES`) contributes every number of every line, integers and
-      digit-grouped integers (``12,345``) included: in a report, a record count is
-      a plain integer. A leak is located as ``file:line``;
+      :data:`TEXT_SUFFIXES`) contributes every number of every line with at least
+      :data:`REPORT_DIGITS` (4) significant digits, integers and digit-grouped
+      integers (``12,345``) included: in a report, a record count is a plain
+      integer. Each matches a statistic as printed, within half a unit of its last
+      digit (``6,843`` matches 6843.4). Numbers with fewer digits (an ESS of 26, a
+      median of 26) and percentages are not evidence and are not looked up. A leak is
+      located as ``file:line``;
     * anything else (images among them: a figure's pixels are not read) is listed in
       :attr:`LeakReport.skipped`, not scanned: check it yourself, or write figures
       only from released values.
