@@ -1210,35 +1210,60 @@ def scan_for_leaks(
     True
     """
     _check_released(released)
-    recs = _check_records(records)
-    if not (isinstance(statistics, (bool, np.bool_)) or (isinstance(statistics, str) and statistics == "auto")):
-        raise ValueError(f"statistics must be 'auto', True or False, got {statistics!r}.")
-    if isinstance(allow, str):
-        allow = (allow,)
-    try:
-        allow_t = tuple(allow)
-    except TypeError:
-        raise TypeError(
-            f"allow must be a statistic name or an iterable of names, got {type(allow).__name__}."
-        ) from None
-    if not all(isinstance(a, str) for a in allow_t):
-        raise TypeError(f"allow must hold statistic names (strings), got {allow_t!r}.")
-    if isinstance(min_run, bool) or not isinstance(min_run, (int, np.integer)) or min_run < 2:
-        raise ValueError(f"min_run must be a whole number >= 2, got {min_run!r}.")
-    if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating, np.integer)) or not 0 <= rtol < 1e-3:
-        raise ValueError(f"rtol must be a number in [0, 1e-3), got {rtol!r}.")
-
-    if neighbouring not in ("replace", "add_remove"):
-        raise ValueError(f"neighbouring must be 'replace' or 'add_remove', got {neighbouring!r}.")
-    public_t = _check_public(public)
-    derived, singles = _group_records(groups, recs)
-
+    setup = _ScanSetup.check(records, statistics, allow, min_run, rtol, groups, public, neighbouring)
     walk = _Walk()
     _walk(walk, released, "", "data", depth=0)
-    return _scan_walk(
-        walk, recs, derived, singles, statistics=statistics, allow=allow_t, min_run=int(min_run), rtol=float(rtol),
-        public=public_t, n_public=neighbouring == "replace",
-    )
+    return setup.scan(walk)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ScanSetup:
+    """The checked arguments of a scan, and what they compute from the records."""
+
+    recs: list[_Record]
+    derived: list[_Record]
+    singles: list[tuple[str, str, float]]
+    statistics: Any
+    allow: tuple[str, ...]
+    min_run: int
+    rtol: float
+    public: tuple[float, ...]
+    n_public: bool
+
+    @classmethod
+    def check(
+        cls, records: Any, statistics: Any, allow: Any, min_run: Any, rtol: Any, groups: Any, public: Any,
+        neighbouring: Any,
+    ) -> "_ScanSetup":
+        recs = _check_records(records)
+        if not (isinstance(statistics, (bool, np.bool_)) or (isinstance(statistics, str) and statistics == "auto")):
+            raise ValueError(f"statistics must be 'auto', True or False, got {statistics!r}.")
+        if isinstance(allow, str):
+            allow = (allow,)
+        try:
+            allow_t = tuple(allow)
+        except TypeError:
+            raise TypeError(
+                f"allow must be a statistic name or an iterable of names, got {type(allow).__name__}."
+            ) from None
+        if not all(isinstance(a, str) for a in allow_t):
+            raise TypeError(f"allow must hold statistic names (strings), got {allow_t!r}.")
+        if isinstance(min_run, bool) or not isinstance(min_run, (int, np.integer)) or min_run < 2:
+            raise ValueError(f"min_run must be a whole number >= 2, got {min_run!r}.")
+        if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating, np.integer)) or not 0 <= rtol < 1e-3:
+            raise ValueError(f"rtol must be a number in [0, 1e-3), got {rtol!r}.")
+        if neighbouring not in ("replace", "add_remove"):
+            raise ValueError(f"neighbouring must be 'replace' or 'add_remove', got {neighbouring!r}.")
+        derived, singles = _group_records(groups, recs)
+        return cls(recs, derived, singles, statistics, allow_t, int(min_run), float(rtol), _check_public(public),
+                   neighbouring == "replace")
+
+    def scan(self, walk: _Walk, files: tuple[str, ...] = (), skipped: tuple[str, ...] = ()) -> LeakReport:
+        return _scan_walk(
+            walk, self.recs, self.derived, self.singles, statistics=self.statistics, allow=self.allow,
+            min_run=self.min_run, rtol=self.rtol, public=self.public, n_public=self.n_public, files=files,
+            skipped=skipped,
+        )
 
 
 def _check_public(public: Any) -> tuple[float, ...]:
@@ -1422,17 +1447,7 @@ def scan_folder(
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"folder {str(root)!r} is not a folder.")
-    recs = _check_records(records)
-    if not (isinstance(statistics, (bool, np.bool_)) or statistics == "auto"):
-        raise ValueError(f"statistics must be 'auto', True or False, got {statistics!r}.")
-    allow_t = (allow,) if isinstance(allow, str) else tuple(allow)
-    if neighbouring not in ("replace", "add_remove"):
-        raise ValueError(f"neighbouring must be 'replace' or 'add_remove', got {neighbouring!r}.")
-    if isinstance(min_run, bool) or not isinstance(min_run, (int, np.integer)) or min_run < 2:
-        raise ValueError(f"min_run must be a whole number >= 2, got {min_run!r}.")
-    public_t = _check_public(public)
-    derived, singles = _group_records(groups, recs)
-
+    setup = _ScanSetup.check(records, statistics, allow, min_run, rtol, groups, public, neighbouring)
     walk = _Walk()
     files, skipped = [], []
     paths = sorted(p for p in root.rglob("*") if p.is_file() and not any(part.endswith(".zarr") for part in p.relative_to(root).parts[:-1]))
@@ -1453,7 +1468,4 @@ def scan_folder(
         except (OSError, ValueError, TypeError) as err:
             raise ValueError(f"cannot read {rel} in {root} as a {suffix or 'text'} file: {err}") from None
         files.append(rel)
-    return _scan_walk(
-        walk, recs, derived, singles, statistics=statistics, allow=allow_t, min_run=int(min_run), rtol=float(rtol),
-        public=public_t, n_public=neighbouring == "replace", files=tuple(files), skipped=tuple(skipped),
-    )
+    return setup.scan(walk, files=tuple(files), skipped=tuple(skipped))
