@@ -6,6 +6,7 @@ Pure Python on top of NumPy/SciPy and Google's ``dp-accounting``; no PyMC import
 from .budget import COMPOSITION_METHODS, Budget, BudgetExceededError
 from .entry import NOISE_SOURCES, LedgerEntry, PrivacyCost
 from .ledger import PrivacyLedger, resolve_ledger
+from .reservation import LedgerOwnershipError, Reservation
 from .subsampling import amplified_epsilon, amplify_by_subsampling
 from .validation import NEIGHBOURING_RELATIONS
 
@@ -14,10 +15,12 @@ __all__ = [
     "BudgetExceededError",
     "COMPOSITION_METHODS",
     "LedgerEntry",
+    "LedgerOwnershipError",
     "NEIGHBOURING_RELATIONS",
     "NOISE_SOURCES",
     "PrivacyCost",
     "PrivacyLedger",
+    "Reservation",
     "amplified_epsilon",
     "amplify_by_subsampling",
     "resolve_ledger",

@@ -1091,18 +1091,21 @@ def scan_for_leaks(
        A run must also change value at least twice: constant runs and single steps
        (``0, 0, ..., 0, 1``) appear in every flag array, sorted column and sticky
        latent path.
+    4. **statistic** — exact statistics of each record array (``sum``, ``sumsq``,
+       ``mean``, ``var``/``std`` with ddof 0 and 1 (``var_ddof1``...), ``min``,
+       ``max``, ``median``, the quartiles ``q25``/``q75``, N (``n``, under
+       ``add_remove`` only), the numbers of ``missing`` and ``observed`` entries when
+       some are NaN, ``count[v]`` of each distinct value when there are at most 20,
+       per group (``groups=``) ``group_count`` and ``group_median``;
+       for a 2-D array ``X`` the same over all entries and per column
+       (``X[:,j].sum``...) and the Gram matrix ``X.XtX[i,j]``; for a 2-D ``X`` and a
+       1-D ``y`` of the same length in ``records``, ``X^Ty[j]``) matched with
+       relative tolerance ``rtol``.
     5. **shape** — the shape of the release told something private: a variable of
        imputed missing values (PyMC's ``<name>_unobserved``, or a dimension as long
        as the number of missing or of observed entries of records with missing
        values), or, under ``neighbouring="add_remove"``, a dimension as long as a
        record array (N is private then).
-    4. **statistic** — exact statistics of each record array (``sum``, ``sumsq``,
-       ``mean``, ``var``/``std`` with ddof 0 and 1 (``var_ddof1``...), ``min``,
-       ``max``, and ``count[v]`` of each distinct value when there are at most 20;
-       for a 2-D array ``X`` the same over all entries and per column
-       (``X[:,j].sum``...) and the Gram matrix ``X.XtX[i,j]``; for a 2-D ``X`` and a
-       1-D ``y`` of the same length in ``records``, ``X^Ty[j]``) matched with
-       relative tolerance ``rtol``.
 
     **Where statistics are looked for, and why.** Posterior draws are real numbers
     that wander over a continuum and index coordinates run through every small
