@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -187,7 +188,9 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
     except Exception as err:  # noqa: BLE001 - any reader failure is "not a trace"
         raise _CommandError(f"cannot read {path} as a saved trace: {_first_line(err)}") from None
     try:
-        lg = ledger(trace, key=key)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lg = ledger(trace, key=key)
     except MissingLedgerError:
         raise _CommandError(f"{path} has no privacy ledger: this trace was not produced by pymc_dp") from None
     except ValueError as err:
@@ -199,7 +202,14 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
         raise _CommandError(f"cannot compute the {args.method} total: {_first_line(err)}") from None
 
     print(f"Trace: {path}")
-    print("Integrity: " + ("signature verified with the given key" if key else "content digests verified (unsigned check)"))
+    unverified = any("cannot be verified" in str(w.message) for w in caught)
+    if unverified:
+        integrity = "NOT VERIFIED: a stored ledger predates content digests (format version 1); its entries could have been edited"
+    elif key:
+        integrity = "signature verified with the given key"
+    else:
+        integrity = "content digests verified (not signed: pass --key-file to check the curator's signature)"
+    print("Integrity: " + integrity)
     print(table)
     delta_note = "" if args.delta is None else f" at δ = {args.delta:g}"
     print(f"Total cost under {args.method} composition{delta_note}: ε = {total.epsilon:.6g}, δ = {total.delta:.3g}")

@@ -532,3 +532,17 @@ def test_cli_audit_scan_exits_nonzero_on_a_leaky_folder(report_records, tmp_path
     (report_dir / "summary.txt").write_text("about 7,000 records\n")
     clean = subprocess.run(cmd, capture_output=True, text=True)
     assert clean.returncode == 0, clean.stdout + clean.stderr
+
+
+def test_folder_scan_reads_csv_columns_notebooks_and_untyped_text(report_records, tmp_path):
+    logs, records, cells, per_cell = report_records
+    # Exact per-region-month counts as a CSV column: small integers, found as a run.
+    frame = logs.to_frame()
+    counts = frame.groupby(["region", "month"], sort=True).size().to_numpy()
+    (tmp_path / "cells.csv").write_text("count\n" + "\n".join(map(str, counts)) + "\n")
+    (tmp_path / "notes").write_text(f"{logs.num_records} records\n")  # no extension, still text
+    (tmp_path / "analysis.ipynb").write_text(json.dumps({"cells": [{"outputs": [{"text": str(logs.num_records)}]}]}))
+    report = pmdp.audit.scan_folder(tmp_path, records, groups=cells, neighbouring="add_remove")
+    where = {lk.where.split(":")[0].split("/")[0] for lk in report.leaks}
+    assert where == {"cells.csv", "notes", "analysis.ipynb"}, str(report)
+    assert report.skipped == ()

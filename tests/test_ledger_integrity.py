@@ -194,3 +194,18 @@ def test_signed_trace_ledger_round_trips_and_the_cli_checks_the_key(traces, tmp_
                          capture_output=True, text=True)
     assert bad.returncode != 0
     assert "does not verify" in bad.stderr
+
+
+def test_a_signed_ledger_copied_onto_another_release_is_refused(traces):
+    cheap, dear = PrivacyLedger(), PrivacyLedger()
+    cheap.spend("laplace", 0.1, touched="y")
+    dear.spend("laplace", 5.0, touched="y")
+    a = attach_ledger(traces(0), cheap, key=KEY)
+    b_posterior = _compat.get_group(traces(0), "posterior").copy()
+    b_posterior["mu"] = b_posterior["mu"] + 1.0  # another release
+    b = attach_ledger(_compat.new_trace({"posterior": b_posterior}), dear, key=KEY)
+    assert ledger(b, key=KEY) == dear
+    replayed = _compat.with_group(b, "privacy", _compat.get_group(a, "privacy"))
+    replayed = _compat.with_attrs(replayed, _compat.get_attrs(a))
+    with pytest.raises(ValueError, match="made for another release"):
+        ledger(replayed, key=KEY)

@@ -156,7 +156,7 @@ def test_bad_pm_sample_keywords_are_refused_before_spending(method, bad, match):
 
 def test_laplace_refuses_unknown_var_names_before_spending():
     ledger = PrivacyLedger()
-    with pytest.raises(ValueError, match="var_names/initvals name"):
+    with pytest.raises(ValueError, match="cannot release .q.: it is neither a free random variable"):
         run(beta_bernoulli(), "laplace", ledger, var_names=["q"])
     assert _spent_nothing(ledger)
 
@@ -316,3 +316,90 @@ def test_seeded_gibbs_release_is_reproducible_bit_for_bit():
         a = run(beta_bernoulli(), "gibbs", random_seed=11)
         b = run(beta_bernoulli(), "gibbs", random_seed=11)
     assert np.array_equal(_compat.get_group(a, "posterior")["p"].values, _compat.get_group(b, "posterior")["p"].values)
+
+
+# ---------------------------------------------------------------------------- found by a fresh audit
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("prior", ["hyperparameter", "size"])
+def test_record_arrays_in_a_prior_are_refused_on_every_route_before_spending(method, prior):
+    """NumPy records folded into a prior (pt.mean(y) as a location, sum(y > 0) as a size) were released uncharged."""
+    import pytensor.tensor as pt
+
+    records = pt.as_tensor(RECORDS)
+    with pm.Model() as model:
+        if prior == "hyperparameter":
+            pm.Normal("hyper", pt.mean(records), 1e-4)
+        else:
+            pm.Normal("k", 0, 1, shape=pt.sum(records > 0))
+        pm.Bernoulli("y", pm.Beta("p", 1, 1), observed=RECORDS)
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="data"):
+        run(model, method, ledger)
+    assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_variable_as_long_as_the_records_is_refused_under_add_remove_before_spending(method):
+    with pm.Model() as model:
+        pm.Normal("z", 0, 1, shape=N)  # N written in by the analyst; private under add_remove
+        pm.Bernoulli("y", pm.Beta("p", 1, 1), observed=RECORDS)
+    ledger = PrivacyLedger(neighbouring="add_remove")
+    args = {"loglik_clip": (-3.0, 0.0)} if method == "ops" else {}
+    # (gibbs refuses the Bernoulli under add_remove on its own grounds, also before spending)
+    with pytest.raises(ValueError, match="cannot release 'z'|derived under replace-one neighbouring only"):
+        with model:
+            pmdp.sample(20, epsilon=2.0, method=method, ledger=ledger, **(args or ROUTE_ARGS[method]), **SHORT)
+    assert len(ledger) == 0
+
+
+BAD_SAMPLING = [
+    (dict(draws=0), "draws must be >= 1"),
+    (dict(draws=1.5), "draws must be a whole number"),
+    (dict(chains=0), "chains must be >= 1"),
+    (dict(tune="x"), "tune must be a whole number"),
+    (dict(init="bogus"), "init must be one of"),
+    (dict(initvals={"p": 5.0}), "outside the support"),
+    (dict(initvals={"nope": 0.5}), "initvals name"),
+    (dict(var_names=[]), "var_names is empty"),
+    (dict(var_names=["y"]), "cannot release 'y'"),
+]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("bad, message", BAD_SAMPLING, ids=[m for _, m in BAD_SAMPLING])
+def test_sampling_arguments_pm_sample_would_fail_on_are_refused_before_spending(method, bad, message):
+    ledger = PrivacyLedger()
+    bad = dict(bad)
+    draws = bad.pop("draws", 20)
+    with pytest.raises(ValueError, match=message):
+        run(beta_bernoulli(), method, ledger, draws=draws, **bad)
+    assert len(ledger) == 0
+
+
+def test_gibbs_samples_a_free_variable_without_children():
+    with pm.Model() as model:
+        pm.Normal("other", 0, 1)
+        pm.Bernoulli("y", pm.Beta("p", 1, 1), observed=RECORDS)
+    idata = run(model, "gibbs", draws=50)
+    other = idata.posterior["other"].values
+    assert np.isfinite(other).all() and other.std() > 0
+
+
+def test_free_variables_with_dims_are_not_data_on_the_laplace_route():
+    with pm.Model(coords={"grp": ["a", "b"]}) as model:
+        p = pm.Beta("p", 1, 1, dims="grp")
+        pm.Bernoulli("y", p[0], observed=RECORDS)
+    idata = run(model, "laplace")
+    assert idata.posterior["p"].dims == ("chain", "draw", "grp")
+
+
+def test_target_accept_goes_through_to_the_sampler():
+    idata = run(beta_bernoulli(), "ops", target_accept=0.95)
+    assert pmdp.ledger(idata).total().epsilon == pytest.approx(2.0)
+
+
+def test_privatize_refuses_masked_records():
+    with pytest.raises(ValueError, match="masked array with 2 masked entries"):
+        pmdp.privatize(np.ma.masked_array([0, 1, 1, 0, 1], [0, 1, 0, 0, 1]), "bernoulli", epsilon=1.0)

@@ -759,7 +759,7 @@ class PrivacyLedger:
         entries = self.entries
         return ledger_digest(_FORMAT, _VERSION, self.neighbouring, self._budget_dict(), [e.digest for e in entries])
 
-    def to_dict(self, *, key: bytes | str | None = None) -> dict[str, Any]:
+    def to_dict(self, *, key: bytes | str | None = None, bound_to: str | None = None) -> dict[str, Any]:
         """A JSON-serialisable dict (see :meth:`to_json`).
 
         Parameters
@@ -768,6 +768,10 @@ class PrivacyLedger:
             A curator's secret key: when given, the dict also holds ``"signature"``,
             the HMAC-SHA256 of the ledger digest under ``key``, which
             :meth:`from_dict` verifies when given the same key.
+        bound_to
+            With ``key``: a digest of what the ledger accounts for (e.g. the trace it
+            is attached to), signed together with the ledger so that the signed ledger
+            cannot be copied onto another release.
         """
         entries = [e.to_dict() for e in self.entries]
         budget = self._budget_dict()
@@ -780,23 +784,29 @@ class PrivacyLedger:
         }
         out["digest"] = ledger_digest(_FORMAT, _VERSION, self.neighbouring, budget, [d["digest"] for d in entries])
         if key is not None:
-            out["signature"] = {"algorithm": SIGNATURE_ALGORITHM, "value": sign(key, out["digest"])}
+            signed = out["digest"] if bound_to is None else f"{out['digest']}:{bound_to}"
+            out["signature"] = {"algorithm": SIGNATURE_ALGORITHM, "value": sign(key, signed)}
+            if bound_to is not None:
+                out["signature"]["bound_to"] = bound_to
         return out
 
-    def to_json(self, *, key: bytes | str | None = None, **json_kwargs: Any) -> str:
+    def to_json(self, *, key: bytes | str | None = None, bound_to: str | None = None, **json_kwargs: Any) -> str:
         """Serialise the whole ledger (budget, relation, every field of every entry, digests).
 
         Parameters
         ----------
-        key
-            Sign the ledger with this secret key (see :meth:`to_dict`).
+        key, bound_to
+            Sign the ledger with this secret key, optionally bound to a digest of
+            what it accounts for (see :meth:`to_dict`).
         **json_kwargs
             Passed to :func:`json.dumps` (e.g. ``indent=2``).
         """
-        return json.dumps(self.to_dict(key=key), allow_nan=False, **json_kwargs)
+        return json.dumps(self.to_dict(key=key, bound_to=bound_to), allow_nan=False, **json_kwargs)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, key: bytes | str | None = None) -> "PrivacyLedger":
+    def from_dict(
+        cls, data: Mapping[str, Any], *, key: bytes | str | None = None, bound_to: str | None = None
+    ) -> "PrivacyLedger":
         """Rebuild a ledger from :meth:`to_dict` output, verifying its integrity.
 
         Every entry's content digest and the ledger digest are checked: an entry
@@ -818,6 +828,10 @@ class PrivacyLedger:
             The output of :meth:`to_dict`.
         key
             The curator's secret key the ledger must be signed with.
+        bound_to
+            With ``key``: the digest of what the ledger is read from (e.g. the trace
+            it is attached to). A signature bound to something else is refused: the
+            signed ledger was copied from another release.
 
         Raises
         ------
@@ -879,7 +893,13 @@ class PrivacyLedger:
                     f"this ledger is not signed ({SIGNATURE_ALGORITHM}); a key was given, so a signed ledger is "
                     "required. Ask the curator for the signed ledger."
                 )
-            if not verify_signature(key, digest, value):
+            bound = sig.get("bound_to")
+            if bound_to is not None and bound != bound_to:
+                raise ValueError(
+                    "this ledger's signature was made for another release (or for none): the signed ledger was "
+                    "copied onto this one, or this release was changed after it was signed. Do not trust it."
+                )
+            if not verify_signature(key, digest if bound is None else f"{digest}:{bound}", value):
                 raise ValueError(
                     "this ledger's signature does not verify under the given key: it was altered after it was "
                     "signed, or signed with another key. Do not trust it."
@@ -887,17 +907,19 @@ class PrivacyLedger:
         return out
 
     @classmethod
-    def from_json(cls, text: str, *, key: bytes | str | None = None) -> "PrivacyLedger":
+    def from_json(
+        cls, text: str, *, key: bytes | str | None = None, bound_to: str | None = None
+    ) -> "PrivacyLedger":
         """Rebuild a ledger from :meth:`to_json` output; ``from_json(l.to_json()) == l``.
 
         Integrity is checked as by :meth:`from_dict` (``key``: require a valid
-        signature under this secret key).
+        signature under this secret key, bound to ``bound_to`` when given).
         """
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise ValueError(f"ledger JSON is malformed: {err}") from None
-        return cls.from_dict(data, key=key)
+        return cls.from_dict(data, key=key, bound_to=bound_to)
 
     # ------------------------------------------------------------------ display
     def summary(self, method: str = "basic", delta: float | None = None) -> str:

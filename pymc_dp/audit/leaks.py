@@ -1390,6 +1390,31 @@ def _walk_text_file(walk: _Walk, rel: str, text: str) -> None:
             ))
 
 
+def _is_text(path: Any) -> bool:
+    """Whether a file of unknown type reads as UTF-8 text (its first 64 kB)."""
+    try:
+        head = path.read_bytes()[:65536]
+        head.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return b"\x00" not in head
+
+
+def _walk_table(walk: _Walk, rel: str, text: str, sep: str) -> None:
+    """Every numeric column of a CSV/TSV as an array: its values and runs are checked like a trace's."""
+    import io
+
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=sep)
+    except (ValueError, pd.errors.ParserError):
+        return
+    for col in frame.columns:
+        if pd.api.types.is_numeric_dtype(frame[col]):
+            _add_array(walk, f"{rel}/{col}", frame[col].to_numpy(dtype=np.float64), "data", ("row",))
+
+
 def scan_folder(
     folder: Any,
     records: Any,
@@ -1420,6 +1445,10 @@ def scan_folder(
       digit (``6,843`` matches 6843.4). Numbers with fewer digits (an ESS of 26, a
       median of 26) and percentages are not evidence and are not looked up. A leak is
       located as ``file:line``;
+    * CSV and TSV files also contribute every numeric column as an array, whose
+      values and runs are checked as a trace's are (a column of exact per-cell counts
+      is found as a run); ``.ipynb`` notebooks are parsed as JSON; a file of another
+      type that reads as UTF-8 text is scanned as text;
     * anything else (images among them: a figure's pixels are not read) is listed in
       :attr:`LeakReport.skipped`, not scanned: check it yourself, or write figures
       only from released values.
@@ -1461,10 +1490,13 @@ def scan_folder(
         try:
             if suffix in TRACE_SUFFIXES:
                 _walk(walk, _compat.load(path), rel, "data", depth=0)
-            elif suffix == ".json":
+            elif suffix in (".json", ".ipynb"):
                 _walk(walk, json.loads(path.read_text(encoding="utf-8")), rel, "attr", depth=0)
-            elif suffix in TEXT_SUFFIXES:
-                _walk_text_file(walk, rel, path.read_text(encoding="utf-8", errors="replace"))
+            elif suffix in TEXT_SUFFIXES or _is_text(path):
+                text = path.read_text(encoding="utf-8", errors="replace")
+                _walk_text_file(walk, rel, text)
+                if suffix in (".csv", ".tsv"):
+                    _walk_table(walk, rel, text, "\t" if suffix == ".tsv" else ",")
             else:
                 skipped.append(rel)
                 continue

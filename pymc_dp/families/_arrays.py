@@ -43,6 +43,14 @@ def as_array(data: Any, name: str = "data") -> Any:
         return data.astype(float)
     if hasattr(data, "to_numpy") and callable(data.to_numpy):  # pandas
         data = data.to_numpy()
+    if np.ma.isMaskedArray(data):
+        if np.ma.getmaskarray(data).any():
+            raise ValueError(
+                f"{name} is a masked array with {int(np.ma.getmaskarray(data).sum())} masked entries: missing values "
+                "cannot be privatised (how many are missing is itself private, and the values under the mask are "
+                "not records). Drop the incomplete records and pass complete data."
+            )
+        data = np.ma.getdata(data)
     # strings, None, dates, complex values and other objects are refused, not coerced
     return check_numeric_array(data, name).astype(float, copy=False)
 

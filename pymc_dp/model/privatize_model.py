@@ -29,7 +29,7 @@ from ..accounting.validation import (
 from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import ancestors
-from ._graph import data_leaves, describe_leaf
+from ._graph import data_leaves, describe_leaf, dim_lengths
 from .observe import _register, noise_mixing_name, statistics_loglik
 
 __all__ = ["privatize_model", "plan_privatization", "PrivatizationPlan", "PrivatisedModel", "split_epsilon"]
@@ -120,7 +120,9 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
             continue
         records = _observed_records(model, rv)
         n_records = int(np.shape(records)[0]) if np.ndim(records) else 1
-        leaves = data_leaves(list(params.values()), blockers=model.free_RVs, record_counts=[n_records])
+        leaves = data_leaves(
+            list(params.values()), blockers=model.free_RVs, record_counts=[n_records], public=dim_lengths(model)
+        )
         if leaves:
             raise ValueError(
                 f"observed variable {rv.name!r} has a parameter that depends on data "
@@ -176,6 +178,7 @@ def _rebuild_without_records(
             f"this model cannot be copied for privatisation ({err}); build it on pmdp.privatize + "
             "pmdp.observe_stats instead."
         ) from None
+    declared_sizes = list(getattr(fg, "_dim_lengths", {}).values())  # the lengths of the model's dims: not data
     all_observed = [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]
     observed_nodes = [n for n in all_observed if n.outputs[0].name not in public]
     observed_outputs = {n.outputs[0] for n in observed_nodes}
@@ -200,7 +203,7 @@ def _rebuild_without_records(
         if isinstance(node.op, ModelDeterministic):
             anc = set(ancestors([node.inputs[0]]))
             if anc & observed_outputs or data_leaves(
-                [node.inputs[0]], blockers=public_outputs, record_counts=record_counts
+                [node.inputs[0]], blockers=public_outputs, record_counts=record_counts, public=declared_sizes
             ):
                 dropped[node.outputs[0].name] = "depends on the observed records"
     for node in list(fg.apply_nodes):
@@ -215,7 +218,8 @@ def _rebuild_without_records(
             fg.remove_node(node)
 
     leaves = data_leaves(
-        [o for o in fg.outputs if o not in public_outputs], blockers=public_outputs, record_counts=record_counts
+        [o for o in fg.outputs if o not in public_outputs], blockers=public_outputs, record_counts=record_counts,
+        public=declared_sizes,
     )
     if leaves:
         raise ValueError(

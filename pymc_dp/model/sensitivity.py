@@ -292,11 +292,13 @@ def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
     free = list(model.free_RVs)
     observed_set = set(model.observed_RVs)
     counts = _record_counts(model)
-    # Constants in a prior are the analyst's hyperparameters (whatever their length); in a
-    # Potential or a likelihood parameter, a record-length constant is taken to be data.
+    # A record-length constant anywhere (a prior's parameters or size, a Potential, a
+    # likelihood parameter) is taken to be data, as on the Laplace route: NumPy records
+    # passed into a prior (pt.mean(y) as a hyperparameter, a size of sum(y > 0)) would
+    # otherwise be released uncharged. Shorter or longer constants are hyperparameters.
     places: list[tuple[str, list[Any], list[int]]] = []
     for rv in free:
-        places.append((f"the prior of {rv.name!r}", list(rv.owner.inputs), []))
+        places.append((f"the prior of {rv.name!r}", list(rv.owner.inputs), counts))
     for pot in model.potentials:
         places.append((f"the Potential {pot.name!r}", [pot], counts))
     for rv in observed:
@@ -318,7 +320,8 @@ def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
                     "Per-record parameters (e.g. a regression mean X @ beta) are not supported by tempered posteriors "
                     "yet: the sensitivity is proven for parameters shared by all records."
                     if per_record
-                    else "Only the observed variables may touch the records; make those inputs public constants."
+                    else "Only the observed variables may touch the records; make those inputs public constants "
+                    "(an array as long as the records is taken to be records). Nothing was spent."
                 )
             )
 

@@ -96,6 +96,6 @@ def sample(
 
     model = pm.modelcontext(model)
     options = options_for(method, keywords)
-    check_request(model, keywords)
+    check_request(model, draws, keywords)
     plan = PLANNERS[options.method](model, draws, epsilon, options, ledger, neighbouring, keywords)
     return execute(plan)

@@ -31,9 +31,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..accounting import LedgerEntry, PrivacyLedger
+from ..accounting.validation import check_count, check_finite_array
 from ..trace import imputed_variables, release
 
-__all__ = ["RoutePlan", "Ran", "execute", "check_request", "SEEDED_SAMPLER", "sampler_noise_source", "resolve_chains"]
+__all__ = [
+    "RoutePlan", "Ran", "execute", "check_request", "check_initvals", "SEEDED_SAMPLER", "sampler_noise_source",
+    "resolve_chains",
+]
 
 #: The assumption an MCMC route's entries carry when ``random_seed`` fixed the sampler's randomness.
 SEEDED_SAMPLER = (
@@ -127,6 +131,9 @@ def _step_keywords() -> set[str]:
                 pm.CategoricalGibbsMetropolis):
         names |= {p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "vars", "model")}
         names.add(cls.__name__.lower())
+    from pymc.step_methods.hmc.base_hmc import BaseHMC
+
+    names |= {p for p in inspect.signature(BaseHMC.__init__).parameters if p not in ("self", "vars", "model")}
     names |= {"nuts", "metropolis", "slice", "hamiltonianmc", "demetropolisz"}
     return names - {"kwargs", "args"}
 
@@ -194,10 +201,70 @@ def check_step_model(keywords: Mapping[str, Any], sampled_is_copy: bool, method:
         )
 
 
-def check_request(model: Any, keywords: Mapping[str, Any]) -> None:
-    """The checks every route makes before it plans: keywords, missing values."""
+def check_request(model: Any, draws: Any, keywords: Mapping[str, Any]) -> None:
+    """The checks every route makes before it plans: keywords, sampling arguments, missing values."""
     check_pm_sample_keywords(keywords)
+    check_sampling_arguments(draws, keywords)
     check_no_missing_values(model)
+
+
+#: ``init=`` methods ``pm.sample`` knows.
+INIT_METHODS = (
+    "auto", "adapt_diag", "jitter+adapt_diag", "jitter+adapt_diag_grad", "advi+adapt_diag", "advi", "advi_map",
+    "map", "jitter+map", "adapt_full", "jitter+adapt_full",
+)
+
+
+def check_sampling_arguments(draws: Any, keywords: Mapping[str, Any]) -> None:
+    """Refuse, before anything is spent, sampling arguments ``pm.sample`` would fail on after the spend."""
+    check_count(draws, "draws")
+    for name, minimum in (("tune", 0), ("chains", 1), ("cores", 1)):
+        if keywords.get(name) is not None:
+            check_count(keywords[name], name, minimum=minimum)
+    init = keywords.get("init")
+    if init is not None and init not in INIT_METHODS:
+        raise ValueError(f"init must be one of {INIT_METHODS}, got {init!r}; nothing was spent.")
+
+
+def check_initvals(model: Any, initvals: Any) -> None:
+    """Refuse ``initvals`` that name no free variable of ``model`` or lie outside its prior's support.
+
+    ``model`` is the one the route samples (truncated on the MCMC routes), so a start
+    outside a truncation is refused too; nothing has been spent when this runs.
+    """
+    if initvals is None:
+        return
+    from pymc.initial_point import make_initial_point_fn
+
+    free = {rv.name: rv for rv in model.free_RVs}
+    for init in [initvals] if isinstance(initvals, Mapping) else list(initvals):
+        if init is None:
+            continue
+        if not isinstance(init, Mapping):
+            raise ValueError(f"initvals must be a mapping {{free variable: value}} (or one per chain), got {init!r}.")
+        names = [getattr(k, "name", k) for k in init]
+        unknown = sorted(str(n) for n in names if n not in free)
+        if unknown:
+            raise ValueError(
+                f"initvals name {unknown}, which are not free variables of the model sampled ({sorted(free)}); "
+                "nothing was spent."
+            )
+        for key, value in zip(names, init.values()):
+            if not isinstance(value, str):
+                check_finite_array(value, f"initvals[{key!r}]", allow_bool=False)
+        try:
+            point = make_initial_point_fn(model=model, overrides=dict(zip(names, init.values())), jitter_rvs=set())(0)
+            logps = model.compile_fn(
+                inputs=model.value_vars, outs=[model.logp([free[n]], sum=True) for n in names], on_unused_input="ignore"
+            )(point)
+        except Exception as err:  # noqa: BLE001 - whatever PyMC says of a bad start, said before any spend
+            raise ValueError(f"initvals {dict(init)!r} cannot start the sampler: {err}; nothing was spent.") from None
+        outside = [n for n, lp in zip(names, logps) if not np.isfinite(lp)]
+        if outside:
+            raise ValueError(
+                f"initvals put {outside} outside the support of their prior (or truncation) in the model sampled; "
+                "nothing was spent. Start inside the support."
+            )
 
 
 def sampler_noise_source(keywords: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:

@@ -49,7 +49,8 @@ from ..step_methods import DP_STATS, NotConjugateError, PrivateGibbs, PrivateMet
 from ..step_methods._graph import children
 from ..step_methods._updates import ConjugateUpdate, is_per_record_latent
 from .. import _compat
-from .base import Ran, RoutePlan, check_step_model, resolve_chains, sampler_noise_source
+from ..trace import check_release_plan
+from .base import Ran, RoutePlan, check_initvals, check_step_model, resolve_chains, sampler_noise_source
 from .options import Gibbs
 
 __all__ = [
@@ -388,6 +389,17 @@ def ledger_entries_from_stats(idata: Any, costs: Sequence[UpdateCost], neighbour
 # ---------------------------------------------------------------------------- the route
 
 
+def _hmc_keywords() -> set[str]:
+    """``pm.sample`` keywords that only configure NUTS/HMC steps."""
+    import inspect
+
+    from pymc.step_methods.hmc.base_hmc import BaseHMC
+    from pymc.step_methods.hmc.nuts import NUTS
+
+    names = {p for cls in (BaseHMC, NUTS) for p in inspect.signature(cls.__init__).parameters}
+    return (names - {"self", "vars", "model", "kwargs", "args", "blocked", "rng"}) | {"nuts", "hamiltonianmc"}
+
+
 class InterruptedRunError(RuntimeError):
     """A private MCMC run stopped (e.g. Ctrl-C during tuning) before it kept any draw; its planned cost was charged."""
 
@@ -452,6 +464,12 @@ def plan_gibbs_run(
             f"nuts_sampler={kwargs['nuts_sampler']!r} cannot run method='gibbs': private steps are PyMC step methods "
             "(leave nuts_sampler out)."
         )
+    hmc = sorted(k for k in kwargs if k in _hmc_keywords())
+    if hmc:
+        raise ValueError(
+            f"{hmc} configure NUTS/HMC, which method='gibbs' never runs (every variable gets a private step); "
+            "leave them out. Nothing was spent."
+        )
     # Tuning draws are charged and their costs kept to build the ledger; they are never
     # released, whatever discard_tuned_samples says.
     kwargs.pop("discard_tuned_samples", None)
@@ -469,6 +487,8 @@ def plan_gibbs_run(
             temperature=options.temperature, acceptance=options.acceptance, bounds=report.bounds or None,
             step=user_step, neighbouring=ledger.neighbouring,
         )
+    check_release_plan(working, kwargs.get("var_names"), ledger.neighbouring)
+    check_initvals(working, kwargs.get("initvals"))
     kwargs.update(chains=chains, tune=plan.tune, discard_tuned_samples=False)
     _, seeded = sampler_noise_source(kwargs)
     run = GibbsRun(ledger=ledger, plan=plan, model=working, pm_kwargs=kwargs, seeded=seeded)

@@ -18,7 +18,8 @@ from .. import _compat
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..model import statistics_of
 from ..model.privatize_model import PrivatizationPlan, plan_privatization
-from .base import Ran, RoutePlan, check_step_model
+from ..trace import check_release_plan
+from .base import Ran, RoutePlan, check_initvals, check_step_model
 from .options import Laplace
 
 __all__ = ["plan_laplace", "LaplacePlan"]
@@ -105,27 +106,12 @@ def plan_laplace(
         model, epsilon, bounds=options.bounds, neighbouring=ledger.neighbouring, epsilon_split=options.epsilon_split,
         noise_aware=options.noise_aware, public=public_names,
     )
-    _check_names(model, pm_kwargs)
+    check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring)
+    check_initvals(model, pm_kwargs.get("initvals"))
     return LaplacePlan(
         ledger=ledger, entries=privatization.entries(), model=model, draws=draws, privatization=privatization,
         noise_rng=options.noise_rng, pm_kwargs=dict(pm_kwargs),
     )
-
-
-def _check_names(model: Any, pm_kwargs: Mapping[str, Any]) -> None:
-    """``var_names`` and ``initvals`` name free variables (or Deterministics) that the record-free copy keeps."""
-    known = {v.name for v in [*model.free_RVs, *model.deterministics]}
-    names = pm_kwargs.get("var_names") or []
-    names = [names] if isinstance(names, str) else list(names)
-    inits = pm_kwargs.get("initvals") or {}
-    for init in [inits] if isinstance(inits, Mapping) else list(inits):
-        names += [getattr(k, "name", k) for k in (init or {})]
-    unknown = sorted({str(n) for n in names} - known)
-    if unknown:
-        raise ValueError(
-            f"var_names/initvals name {unknown}, which are not free variables or Deterministics of the model "
-            f"({sorted(known)}); nothing was spent."
-        )
 
 
 # Wall-clock statistics say nothing about the posterior; they are left out of every

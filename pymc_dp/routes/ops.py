@@ -44,7 +44,8 @@ from ..families.privatize import PUBLIC_N
 from ..model import LoglikSensitivity, clip_loglik, loglik_sensitivity, temper, truncate
 from ..model.tempering import clip_records
 from .. import _compat
-from .base import Ran, RoutePlan, check_step_model, resolve_chains, sampler_noise_source
+from ..trace import check_release_plan
+from .base import Ran, RoutePlan, check_initvals, check_step_model, resolve_chains, sampler_noise_source
 from .options import OPS
 
 __all__ = ["plan_ops_run", "OPSRun", "plan_ops", "OPSPlan", "CONVERGENCE_ASSUMPTION", "MECHANISM"]
@@ -241,5 +242,7 @@ def plan_ops_run(
     tempered = temper(clipped_model, plan.temperature, part=options.tempered)
     # Only the released draws leave (the posterior group alone is cut to them): tuning
     # draws kept by discard_tuned_samples=False stay with the curator like the rest.
+    check_release_plan(clipped_model, pm_kwargs.get("var_names"), ledger.neighbouring)
+    check_initvals(tempered, pm_kwargs.get("initvals"))
     kwargs = {**pm_kwargs, "chains": chains}
     return OPSRun(ledger=ledger, entries=[entry], plan=plan, model=tempered, draws=draws, pm_kwargs=kwargs)

@@ -281,7 +281,12 @@ class ConjugateUpdate:
                 prec, lin = 1.0 / sd0**2 + first, mu0 / sd0**2 + second
             safe = np.where(prec > 0, prec, 1.0)
             drawn = conditionals.truncated_normal(lin / safe, 1.0 / np.sqrt(safe), lo, hi, rng)
-            return np.where(prec > 0, drawn, rng.uniform(lo, hi))
+            # Where the conditional has no precision (flat prior, no data) it is uniform on the
+            # bounds; elsewhere the uniform draw is unused, so infinite bounds are replaced there
+            # (numpy refuses an infinite range) without changing how many draws are consumed.
+            usable = (prec <= 0) & np.isfinite(lo) & np.isfinite(hi)
+            flat_draw = rng.uniform(np.where(usable, lo, 0.0), np.where(usable, hi, 1.0))
+            return np.where(prec > 0, drawn, flat_draw)
         return rng.uniform(lo, hi)  # flat prior, no children: the prior itself
 
 

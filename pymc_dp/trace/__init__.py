@@ -14,7 +14,12 @@ PyMC 6 / ArviZ 1, ``arviz.InferenceData`` with PyMC 5) lives in ``pymc_dp._compa
 from .ledger_io import MissingLedgerError, attach_ledger, concat, ledger
 from .plot import cumulative_epsilon, plot_ledger
 from .release import (
-    RELEASED_ATTRS, check_released_variables, data_dependent_deterministics, imputed_variables, release,
+    RELEASED_ATTRS,
+    check_release_plan,
+    check_released_variables,
+    data_dependent_deterministics,
+    imputed_variables,
+    release,
 )
 
 __all__ = [
@@ -25,6 +30,7 @@ __all__ = [
     "MissingLedgerError",
     "data_dependent_deterministics",
     "imputed_variables",
+    "check_release_plan",
     "check_released_variables",
     "RELEASED_ATTRS",
     "cumulative_epsilon",

@@ -35,7 +35,7 @@ import xarray as xr
 from ..accounting import PrivacyLedger
 from .. import _compat
 
-__all__ = ["attach_ledger", "ledger", "concat", "MissingLedgerError", "LEDGER_ATTR", "PRIVACY_GROUP"]
+__all__ = ["attach_ledger", "ledger", "concat", "trace_digest", "MissingLedgerError", "LEDGER_ATTR", "PRIVACY_GROUP"]
 
 #: Top-level attribute holding the ledger JSON.
 LEDGER_ATTR = "pymc_dp_ledger"
@@ -108,8 +108,39 @@ def _per_chain_texts(idata: Any) -> list[str] | None:
     return _as_strings(ds["ledger"].values)
 
 
-def _privacy_group(per_chain: list[PrivacyLedger], chains: np.ndarray, key: bytes | str | None) -> xr.Dataset:
-    texts = [lg.to_json(key=key) for lg in per_chain]
+def trace_digest(idata: Any) -> str:
+    """SHA-256 over every variable of every group of a trace but the ledger's own.
+
+    Names, dimensions, shapes and values (numbers by their bytes as float64 or
+    int64, anything else by its text), groups and variables in sorted order; attributes
+    are left out (they hold the ledger and timestamps). A signed ledger is bound to
+    this digest, so it cannot be copied onto another release. Stable across
+    ``to_netcdf``/``from_netcdf``.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    for group in sorted(_compat.group_names(idata)):
+        if group == PRIVACY_GROUP:
+            continue
+        ds = _compat.get_group(idata, group)
+        if ds is None:
+            continue
+        for name in sorted(map(str, ds.data_vars)):
+            arr = np.asarray(ds[name].values)
+            h.update(f"{group}/{name}{tuple(ds[name].dims)}{arr.shape}".encode())
+            if arr.dtype.kind in "biu":
+                h.update(np.ascontiguousarray(arr, dtype=np.int64).tobytes())
+            elif arr.dtype.kind == "f":
+                h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+            else:
+                h.update(repr(arr.tolist()).encode())
+    return h.hexdigest()
+
+
+def _privacy_group(per_chain: list[PrivacyLedger], chains: np.ndarray, key: bytes | str | None,
+                   bound_to: str | None) -> xr.Dataset:
+    texts = [lg.to_json(key=key, bound_to=bound_to) for lg in per_chain]
     totals = [lg.total("basic") for lg in per_chain]
     ds = xr.Dataset(
         {
@@ -145,8 +176,11 @@ def attach_ledger(idata: Any, ledger: PrivacyLedger, *, key: bytes | str | None 
         The ledger of every privacy spend behind this trace.
     key
         A curator's secret key: every stored copy of the ledger is signed with it
-        (HMAC-SHA256), so that a third party holding the key can check with
-        ``pmdp.ledger(trace, key=...)`` that nobody altered it. Without a key the
+        (HMAC-SHA256), bound to the trace's content (:func:`trace_digest`), so that a
+        third party holding the key can check with ``pmdp.ledger(trace, key=...)``
+        that nobody altered the ledger or copied it onto another release. Sign last:
+        :func:`concat` and other changes of the trace void the signature (attach
+        again with the key). Without a key the
         copies still carry content digests, which catch edits by anyone who did not
         recompute them.
 
@@ -187,9 +221,10 @@ def _attach(idata: Any, ledger: PrivacyLedger | None, key: bytes | str | None = 
     else:
         per_chain = [_combine([lg, ledger]) for lg in old_per_chain]
     everything = _combine(_dedupe_ledgers(per_chain))
-    out = _compat.with_group(idata, PRIVACY_GROUP, _privacy_group(per_chain, chains, key))
+    bound_to = None if key is None else trace_digest(idata)
+    out = _compat.with_group(idata, PRIVACY_GROUP, _privacy_group(per_chain, chains, key, bound_to))
     attrs = _compat.get_attrs(out)
-    attrs[LEDGER_ATTR] = everything.to_json(key=key)
+    attrs[LEDGER_ATTR] = everything.to_json(key=key, bound_to=bound_to)
     attrs[VERSION_ATTR] = _pymc_dp_version()
     return _compat.with_attrs(out, attrs)
 
@@ -207,16 +242,17 @@ def _read(idata: Any, key: bytes | str | None = None) -> PrivacyLedger | None:
     texts = _unique(texts)
     if not texts:
         return None
-    parsed = [_parse(t, key) for t in texts]
+    bound_to = None if key is None else trace_digest(idata)
+    parsed = [_parse(t, key, bound_to) for t in texts]
     try:
         return _combine(parsed)
     except ValueError as err:
         raise ValueError(f"the privacy ledgers stored on this trace contradict each other: {err}") from None
 
 
-def _parse(text: str, key: bytes | str | None = None) -> PrivacyLedger:
+def _parse(text: str, key: bytes | str | None = None, bound_to: str | None = None) -> PrivacyLedger:
     try:
-        return PrivacyLedger.from_json(text, key=key)
+        return PrivacyLedger.from_json(text, key=key, bound_to=bound_to)
     except (ValueError, TypeError, KeyError) as err:
         raise ValueError(f"the privacy ledger stored on this trace cannot be trusted: {err}") from None
 
@@ -236,7 +272,7 @@ def ledger(idata: Any, *, key: bytes | str | None = None) -> PrivacyLedger:
         saved with ``to_netcdf``.
     key
         The curator's secret key: every stored copy of the ledger must carry a valid
-        signature under it (see :func:`attach_ledger`). Without a key, every copy's
+        signature under it, made for this trace's content (see :func:`attach_ledger`). Without a key, every copy's
         content digests are still checked.
 
     Returns

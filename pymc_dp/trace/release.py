@@ -22,7 +22,8 @@ from .. import _compat
 from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_dp_version
 
 __all__ = [
-    "release", "data_dependent_deterministics", "imputed_variables", "check_released_variables", "RELEASED_ATTRS",
+    "release", "data_dependent_deterministics", "imputed_variables", "check_released_variables", "check_release_plan",
+    "RELEASED_ATTRS",
 ]
 
 #: Attributes copied into a released trace (top level and per group); everything else
@@ -139,7 +140,12 @@ def _shape_reads_data(model: Any, var: Any) -> str | None:
     from pytensor.tensor.random.type import RandomType
 
     observed_values = {model.rvs_to_values.get(rv) for rv in model.observed_RVs} | set(model.observed_RVs)
+    # The length of a dim declared with coords (a shared scalar on PyMC 6) is a size the
+    # model declares, not data; a dim whose length follows a data container is not a leaf.
+    declared = {v for v in getattr(model, "dim_lengths", {}).values() if getattr(v, "owner", None) is None}
     for leaf in _ancestors([var.shape], blockers=[]):
+        if leaf in declared:
+            continue
         if leaf in observed_values:
             return f"the observed data of {leaf.name!r}"
         if isinstance(leaf, SharedVariable) and not isinstance(leaf.type, RandomType):
@@ -200,6 +206,65 @@ def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapp
                 f"cannot release {name!r}: it has a dimension of the length of the records ({shape}), and under "
                 "add_remove neighbouring the number of records is private. Use neighbouring='replace' (N public) or "
                 "leave per-record variables out of the release."
+            )
+
+
+def check_release_plan(model: Any, var_names: Any = None, neighbouring: str = "replace") -> list[str]:
+    """Before anything is spent: refuse a run whose trace :func:`release` would refuse.
+
+    Checks ``var_names`` (each a free variable or a Deterministic that does not read
+    the records) and the sizes of everything that would be released
+    (:func:`check_released_variables`, with shapes computed from the model, so that a
+    variable as long as the records is refused under add/remove neighbouring here, not
+    after the run was paid for).
+
+    Parameters
+    ----------
+    model
+        The model the run samples, with its observed records (the record counts come
+        from it).
+    var_names
+        The names the run will release, or None for every free variable and every
+        Deterministic that does not read the records.
+    neighbouring
+        The ledger's relation.
+
+    Returns
+    -------
+    list of str
+        The names that will be released.
+    """
+    import pytensor
+
+    safe, dependent = _safe_posterior_names(model)
+    if var_names is None:
+        names = safe
+    else:
+        names = [var_names] if isinstance(var_names, str) else list(dict.fromkeys(var_names))
+        if not names:
+            raise ValueError("var_names is empty: nothing would be released. Leave it out to release every free "
+                             "variable, or name some; nothing was spent.")
+        _check_requested(names, safe, dependent)
+    if names:
+        variables = [model[n] for n in names]
+        shapes = pytensor.function([], [v.shape for v in variables], on_unused_input="ignore")()
+        sizes = {n: tuple(int(x) for x in shape) for n, shape in zip(names, shapes)}
+        check_released_variables(model, names, sizes, neighbouring)
+    return names
+
+
+def _check_requested(names: Sequence[str], safe: Sequence[str], dependent: Mapping[str, str]) -> None:
+    for n in names:
+        if n in dependent:
+            raise ValueError(
+                f"cannot release {n!r}: it is a Deterministic that depends on {dependent[n]}, so its "
+                "posterior draws are a function of the private data, not only of the privatised "
+                "posterior. Release the free variables and recompute it from public inputs."
+            )
+        if n not in safe:
+            raise ValueError(
+                f"cannot release {n!r}: it is neither a free random variable nor a Deterministic of "
+                "the given model, so it cannot be checked for dependence on the data."
             )
 
 
@@ -341,18 +406,7 @@ def release(
     if model is not None:
         safe, dependent = _safe_posterior_names(model)
         if names is not None:
-            for n in names:
-                if n in dependent:
-                    raise ValueError(
-                        f"cannot release {n!r}: it is a Deterministic that depends on {dependent[n]}, so its "
-                        "posterior draws are a function of the private data, not only of the privatised "
-                        "posterior. Release the free variables and recompute it from public inputs."
-                    )
-                if n not in safe:
-                    raise ValueError(
-                        f"cannot release {n!r}: it is neither a free random variable nor a Deterministic of "
-                        "the given model, so it cannot be checked for dependence on the data."
-                    )
+            _check_requested(names, safe, dependent)
         else:
             names = [n for n in safe if n in posterior.data_vars]
             dropped = [n for n in dependent if n in posterior.data_vars]
