@@ -57,3 +57,21 @@ def test_huge_bounds_say_they_are_too_wide_not_that_bounds_are_missing():
                     progressbar=False)
     assert "bounds of 'y'" in str(err.value)
     assert len(ledger) == 0  # refused while planning: nothing spent
+
+
+def test_route_arguments_that_cannot_work_say_so_before_spending():
+    def model():
+        with pm.Model() as m:
+            pm.Bernoulli("y", pm.Beta("p", 1, 1), observed=np.array([1, 0, 1, 1]))
+        return m
+
+    quiet = dict(tune=10, chains=1, progressbar=False)
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(ValueError, match="public must be the name of an observed variable"):
+        pmdp.sample(10, epsilon=1.0, model=model(), public=True, ledger=ledger, **quiet)
+    with pytest.raises(ValueError, match="too small for the sensitivity"):
+        pmdp.sample(10, method="ops", epsilon=5e-324, truncate={"p": (0.2, 0.8)}, model=model(), ledger=ledger, **quiet)
+    with pytest.raises(ValueError, match="acceptance must be 'barker' or 'metropolis'"):
+        pmdp.sample(10, method="gibbs", epsilon=1.0, acceptance="bogus", truncate={"p": (0.2, 0.8)}, model=model(),
+                    ledger=ledger, **quiet)
+    assert len(ledger) == 0

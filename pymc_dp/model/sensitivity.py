@@ -81,7 +81,13 @@ class LoglikSensitivity:
     def temperature(self, epsilon: float) -> float:
         """T = max(1, 2Δ/ε): the temperature at which one exact posterior sample is ε-DP."""
         eps = check_epsilon(epsilon)
-        return max(1.0, 2.0 * self.total / eps)
+        temperature = max(1.0, 2.0 * self.total / eps)
+        if not np.isfinite(temperature):
+            raise ValueError(
+                f"epsilon={eps:g} is too small for the sensitivity Δ = {self.total:g}: the temperature 2Δ/ε "
+                "overflows float64. Use a larger epsilon (or tighter bounds, truncation or clip)."
+            )
+        return temperature
 
     def epsilon_per_sample(self, epsilon: float) -> float:
         """What one exact sample at :meth:`temperature` costs: ε, or 2Δ < ε when T is capped at 1."""

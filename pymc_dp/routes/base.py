@@ -173,6 +173,12 @@ def check_no_missing_values(model: Any) -> None:
     missing = {}
     for rv in model.observed_RVs:
         value = _observed_value(model, rv)
+        if value is not None and value.dtype.kind not in "biufc":
+            raise ValueError(
+                f"the observed data of {rv.name!r} must be numbers, got dtype {value.dtype}; pymc_dp does not "
+                "convert text or objects to numbers: convert them explicitly (e.g. np.asarray(y, dtype=float)) "
+                "once you have checked them. Nothing was spent."
+            )
         if value is not None and value.dtype.kind in "fc" and (np.ma.is_masked(value) or np.isnan(value).any()):
             missing[rv.name] = "NaN or masked entries"
     missing.update({obs: f"imputed by PyMC as the free variable {name!r}" for name, obs in imputed.items()})

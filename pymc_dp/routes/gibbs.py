@@ -297,6 +297,8 @@ def plan_gibbs(
     for name, value in (("draws", draws), ("tune", tune)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (1 if name == "draws" else 0):
             raise ValueError(f"{name} must be a {'positive' if name == 'draws' else 'non-negative'} integer, got {value!r}.")
+    if acceptance not in ("barker", "metropolis"):
+        raise ValueError(f"acceptance must be 'barker' or 'metropolis', got {acceptance!r}.")
     if (epsilon is None) == (temperature is None):
         raise ValueError(
             "method='gibbs' needs exactly one of epsilon= (the whole run's budget; the temperature is chosen to spend "

@@ -81,6 +81,10 @@ def plan_laplace(
     neighbouring: str | None, pm_kwargs: Mapping[str, Any],
 ) -> LaplacePlan:
     """Validate ``pmdp.sample(method="laplace")`` completely and price it (see :func:`pymc_dp.sample`)."""
+    if not isinstance(options.public, (str, list, tuple, set, frozenset)):
+        raise ValueError(
+            f"public must be the name of an observed variable or a list of names, got {options.public!r}."
+        )
     public_names = (options.public,) if isinstance(options.public, str) else tuple(options.public)
     unknown = sorted(set(public_names) - {rv.name for rv in model.observed_RVs})
     if unknown:
