@@ -293,15 +293,25 @@ def _record_counts(model: Any) -> list[int]:
     return out
 
 
+def _holds_records(value: Any, records: Sequence[np.ndarray]) -> bool:
+    """Whether a constant array is (a copy of) one observed variable's records."""
+    value = np.asarray(value)
+    return any(value.shape == r.shape and np.array_equal(value, r) for r in records)
+
+
 def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
     """Refuse a model in which data enter anywhere but the observed variables' values."""
+    from .privatize_model import _observed_records
+
     free = list(model.free_RVs)
     observed_set = set(model.observed_RVs)
     counts = _record_counts(model)
-    # A record-length constant anywhere (a prior's parameters or size, a Potential, a
-    # likelihood parameter) is taken to be data, as on the Laplace route: NumPy records
-    # passed into a prior (pt.mean(y) as a hyperparameter, a size of sum(y > 0)) would
-    # otherwise be released uncharged. Shorter or longer constants are hyperparameters.
+    # In a Potential or a likelihood parameter a record-length constant is taken to be
+    # data. In a prior it is a hyperparameter (a Dirichlet's concentration may have N
+    # entries) unless it holds an observed variable's records: NumPy records passed into
+    # a prior (pt.mean(y) as a location, sum(y > 0) as a size) would otherwise be released
+    # uncharged. pm.Data containers are data everywhere.
+    records = [np.asarray(_observed_records(model, rv)) for rv in model.observed_RVs]
     places: list[tuple[str, list[Any], list[int]]] = []
     for rv in free:
         places.append((f"the prior of {rv.name!r}", list(rv.owner.inputs), counts))
@@ -318,6 +328,8 @@ def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
                 "supported by tempered posteriors."
             )
         leaves = data_leaves(graphs, blockers=free, record_counts=record_counts, public=dim_lengths(model))
+        if where.startswith("the prior"):
+            leaves = [v for v in leaves if not hasattr(v, "data") or _holds_records(v.data, records)]
         if leaves:
             per_record = where.startswith("the parameters")
             raise ValueError(
