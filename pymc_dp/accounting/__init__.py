@@ -8,7 +8,7 @@ from .entry import NOISE_SOURCES, LedgerEntry, PrivacyCost
 from .ledger import PrivacyLedger, resolve_ledger
 from .reservation import LedgerOwnershipError, Reservation
 from .subsampling import amplified_epsilon, amplify_by_subsampling
-from .validation import NEIGHBOURING_RELATIONS
+from .validation import NEIGHBOURING_RELATIONS, Neighbouring
 
 __all__ = [
     "Budget",
@@ -18,6 +18,7 @@ __all__ = [
     "LedgerOwnershipError",
     "NEIGHBOURING_RELATIONS",
     "NOISE_SOURCES",
+    "Neighbouring",
     "PrivacyCost",
     "PrivacyLedger",
     "Reservation",

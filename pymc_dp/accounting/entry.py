@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, NamedTuple
 
+from .events import validate_event
 from .integrity import content_digest
 from .validation import check_count, check_delta, check_epsilon, check_neighbouring
 
@@ -106,8 +107,6 @@ class LedgerEntry:
         if self.parallel_group is not None:
             object.__setattr__(self, "parallel_group", str(self.parallel_group))
         if self.event is not None:
-            from .events import validate_event  # local: events imports this module
-
             object.__setattr__(self, "event", validate_event(self.event))
         details = _plain(dict(self.details or {}))
         try:  # refuse now what could not be saved later: a ledger must always serialise

@@ -46,6 +46,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .amplification import amplified_epsilon
 from .validation import check_count, check_epsilon, check_probability
 
 __all__ = ["validate_event", "event_epsilon", "gaussian_delta", "event_key", "check_entry_consistency"]
@@ -108,12 +109,6 @@ def event_key(event: Mapping[str, Any] | None) -> str:
     return json.dumps(event, sort_keys=True)
 
 
-def _amplified(epsilon: float, q: float) -> float:
-    from .subsampling import amplified_epsilon  # local: subsampling imports entry, which imports this module
-
-    return amplified_epsilon(epsilon, q)
-
-
 def event_epsilon(event: Mapping[str, Any]) -> float | None:
     """The pure ε of one run of the event, or ``None`` if it is not pure ε-DP (Gaussian)."""
     kind = event["type"]
@@ -131,11 +126,11 @@ def event_epsilon(event: Mapping[str, Any]) -> float | None:
         return float(np.logaddexp(0.0, math.log(k) + math.log1p(-p) - math.log(p)))
     if kind == "poisson_sampled":
         inner = event_epsilon(event["event"])
-        return None if inner is None else _amplified(inner, event["sampling_probability"])
+        return None if inner is None else amplified_epsilon(inner, event["sampling_probability"])
     if kind == "sampled_without_replacement":
         inner = event_epsilon(event["event"])
         q = event["sample_size"] / event["source_dataset_size"]
-        return None if inner is None else _amplified(inner, q)
+        return None if inner is None else amplified_epsilon(inner, q)
     return None  # gaussian
 
 

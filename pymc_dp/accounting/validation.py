@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import enum
 import math
 from collections.abc import Mapping
 from numbers import Integral, Real
@@ -32,13 +33,32 @@ __all__ = [
     "MODEL_BOUNDS_SHAPE",
     "MODEL_BOUNDS_EXAMPLE",
     "NEIGHBOURING_RELATIONS",
+    "Neighbouring",
     "check_neighbouring",
 ]
 
 #: The neighbouring relations the project knows. ``"replace"``: data sets of the same
 #: public size N differing in one record (bounded DP, the default of the theory);
 #: ``"add_remove"``: one data set is the other plus one record (unbounded DP).
-NEIGHBOURING_RELATIONS = ("replace", "add_remove")
+class Neighbouring(str, enum.Enum):
+    """The neighbouring relations a ledger's guarantees are stated under.
+
+    ``REPLACE`` (bounded DP, the default of the theory): neighbouring data sets differ in
+    one record's value and have the same size, so N is public. ``ADD_REMOVE``
+    (unbounded DP): one has one record more, so N is private. Every argument that takes
+    a relation takes a member or its string value (``"replace"``, ``"add_remove"``);
+    ledgers store the string.
+    """
+
+    REPLACE = "replace"
+    ADD_REMOVE = "add_remove"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The relations' string values, as ledgers store them.
+NEIGHBOURING_RELATIONS = tuple(n.value for n in Neighbouring)
 
 
 #: What every refusal of a non-number adds: nothing is converted behind the caller's back.
@@ -388,4 +408,4 @@ def check_neighbouring(neighbouring: object, name: str = "neighbouring") -> str:
             f"{name} must be one of {NEIGHBOURING_RELATIONS}, got {neighbouring!r}. "
             "'replace' (bounded DP, N public) is the default of the theory."
         )
-    return str(neighbouring)
+    return neighbouring.value if isinstance(neighbouring, Neighbouring) else str(neighbouring)
