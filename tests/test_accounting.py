@@ -6,6 +6,8 @@ import json
 import math
 
 import numpy as np
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -526,3 +528,18 @@ def test_the_accounting_modules_import_in_any_order_without_a_cycle(first):
 
     assert "from .events import" not in inspect.getsource(entry.LedgerEntry)
     assert "from .subsampling import" not in inspect.getsource(events)
+
+
+def test_typed_events_build_and_read_the_stored_event_dicts():
+    from pymc_dp.accounting import DpEvent, LaplaceEvent, LedgerEntry
+    from pymc_dp.accounting.event_types import PoissonSampledEvent
+
+    entry = LedgerEntry("laplace", 0.5, event=LaplaceEvent(noise_multiplier=2.0))
+    assert entry.event == {"type": "laplace", "noise_multiplier": 2.0}  # stored (and digested) as JSON
+    assert entry.typed_event == LaplaceEvent(noise_multiplier=2.0)
+    nested = PoissonSampledEvent(sampling_probability=0.1, event=LaplaceEvent(noise_multiplier=1.0))
+    assert DpEvent.from_dict(nested.to_dict()) == nested
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        LaplaceEvent(noise_multiplier=-1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entry.typed_event.noise_multiplier = 3.0

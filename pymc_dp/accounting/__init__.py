@@ -5,6 +5,7 @@ Pure Python on top of NumPy/SciPy and Google's ``dp-accounting``; no PyMC import
 
 from .budget import COMPOSITION_METHODS, Budget, BudgetExceededError
 from .entry import NOISE_SOURCES, LedgerEntry, PrivacyCost
+from .event_types import DpEvent, GaussianEvent, LaplaceEvent
 from .ledger import PrivacyLedger, resolve_ledger
 from .reservation import LedgerOwnershipError, Reservation
 from .subsampling import amplified_epsilon, amplify_by_subsampling
@@ -14,6 +15,9 @@ __all__ = [
     "Budget",
     "BudgetExceededError",
     "COMPOSITION_METHODS",
+    "DpEvent",
+    "GaussianEvent",
+    "LaplaceEvent",
     "LedgerEntry",
     "LedgerOwnershipError",
     "NEIGHBOURING_RELATIONS",

@@ -120,6 +120,13 @@ class LedgerEntry:
         """The cost of all ``count`` runs under basic composition."""
         return PrivacyCost(self.count * self.epsilon, min(1.0, self.count * self.delta))
 
+    @property
+    def typed_event(self) -> Any:
+        """The event as a frozen, typed :class:`~pymc_dp.accounting.event_types.DpEvent` (None without one)."""
+        from .event_types import DpEvent
+
+        return None if self.event is None else DpEvent.from_dict(self.event)
+
     def _content(self) -> dict[str, Any]:
         """Every field as plain JSON data (what the digest covers)."""
         d = asdict(self)

@@ -70,6 +70,8 @@ def validate_event(event: Mapping[str, Any]) -> dict[str, Any]:
     ValueError
         For an unknown type, a missing or extra field, or an out-of-range parameter.
     """
+    if not isinstance(event, Mapping) and callable(getattr(event, "to_dict", None)):  # a typed DpEvent
+        event = event.to_dict()
     if not isinstance(event, Mapping) or "type" not in event:
         raise ValueError(f"event must be a dict with a 'type' key, got {event!r}.")
     kind = event["type"]

@@ -21,6 +21,7 @@ import numpy as np
 from scipy import special
 from scipy.stats import norm
 
+from ..accounting.event_types import GaussianEvent
 from ..accounting.validation import check_delta, check_epsilon, check_finite_array, check_sensitivity
 from ._additive import release_with_additive_noise
 from .noise import _check_touched, _require_ledger, resolve_noise_source
@@ -233,7 +234,7 @@ def gaussian_mechanism(
     sigma = analytic_gaussian_sigma(eps, d, sens)
     return release_with_additive_noise(
         arr, value, mechanism="gaussian", epsilon=eps, delta=d, sensitivity=sens, scale=sigma,
-        event={"type": "gaussian", "noise_multiplier": sigma / sens} if sens > 0 else None,
+        event=GaussianEvent(noise_multiplier=sigma / sens) if sens > 0 else None,
         details={"norm": "l2", "calibration": "analytic Gaussian (Balle & Wang 2018)"},
         ledger=ledger, source=source, touched=touched, add=source.add_gaussian, dtype=float, return_entry=return_entry,
     )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..accounting.event_types import LaplaceEvent
 from ..accounting.validation import check_epsilon, check_finite_array, check_sensitivity
 from ._additive import release_with_additive_noise
 from .noise import _check_touched, _require_ledger, _scale_for, resolve_noise_source
@@ -109,7 +110,7 @@ def laplace_mechanism(
     scale = _scale_for(sens, eps) if sens > 0 else 0.0
     return release_with_additive_noise(
         arr, value, mechanism="laplace", epsilon=eps, delta=0.0, sensitivity=sens, scale=scale,
-        event={"type": "laplace", "noise_multiplier": scale / sens} if sens > 0 else None,
+        event=LaplaceEvent(noise_multiplier=scale / sens) if sens > 0 else None,
         details={"norm": "l1"}, ledger=ledger, source=source, touched=touched,
         assumptions=tuple(str(a) for a in assumptions), add=source.add_laplace, dtype=float, return_entry=return_entry,
     )
