@@ -62,12 +62,11 @@ def sample(
         ``"laplace"`` (default), ``"ops"`` or ``"gibbs"``, or a route object
         (:class:`Laplace`, :class:`OPS`, :class:`Gibbs`) carrying its options.
     ledger
-        Ledger to charge; its budget is checked (the cost reserved) before anything
-        is drawn, and every spend is recorded in it.
+        Ledger to charge: the cost is reserved on it before anything is drawn.
     neighbouring
-        ``"replace"`` (default; N public) or ``"add_remove"``; default: the ledger's.
+        ``"replace"`` (N public) or ``"add_remove"``; default: the ledger's, else replace.
     model
-        The model (default: the enclosing ``with`` block's). Never modified.
+        The model (default: the ``with`` block's). Never modified.
     **keywords
         The route's options by name (the fields of its route object, e.g.
         ``bounds=``, ``truncate=``, ``samples=``, ``temperature=``), then anything
@@ -78,8 +77,7 @@ def sample(
     Returns
     -------
     xarray.DataTree or arviz.InferenceData
-        What ``pm.sample`` returns on the installed PyMC, released through the
-        whitelist (:func:`pymc_dp.release`) with its ledger (``pmdp.ledger(idata)``).
+        ``pm.sample``'s trace type, released by :func:`pymc_dp.release` with its ledger.
 
     Raises
     ------
@@ -89,8 +87,7 @@ def sample(
     pymc_dp.BudgetExceededError
         If the ledger's budget cannot pay for the run; nothing is drawn then.
 
-    See the route pages of the documentation for what each route releases and charges,
-    including on failure and interruption.
+    What each route releases and charges, also on failure: the threat-model page.
     """
     import pymc as pm
 
