@@ -326,3 +326,34 @@ def test_a_copy_in_another_process_refuses_to_spend(start_method):
         assert "process that owns it" in message and str(os.getpid()) in message
     assert ledger.to_json() == before  # the ledger of record is unchanged
     ledger.spend("laplace", 0.25)  # and still spends in its own process
+
+
+# ----------------------------------------------------------------------------- one charge contract
+
+
+def test_every_mechanism_returns_the_entry_it_recorded_even_when_others_spend_concurrently():
+    """No caller has to guess its entry from ledger.entries[-1] (another thread may have spent since)."""
+    import numpy as np
+
+    from pymc_dp.mechanisms import (
+        exponential_mechanism, gaussian_mechanism, geometric_mechanism, laplace_mechanism, randomized_response,
+    )
+
+    calls = {
+        "laplace": lambda lg: laplace_mechanism(1.0, epsilon=0.1, sensitivity=1.0, ledger=lg, rng=1, return_entry=True),
+        "gaussian": lambda lg: gaussian_mechanism(1.0, epsilon=0.1, delta=1e-6, sensitivity=1.0, ledger=lg, rng=1,
+                                                  return_entry=True),
+        "geometric": lambda lg: geometric_mechanism(3, epsilon=0.1, sensitivity=1, ledger=lg, rng=1, return_entry=True),
+        "exponential": lambda lg: exponential_mechanism(["a", "b"], [1.0, 2.0], epsilon=0.1, sensitivity=1.0,
+                                                        ledger=lg, rng=1, return_entry=True),
+        "randomized_response": lambda lg: randomized_response(np.array([True, False]), epsilon=0.1, ledger=lg, rng=1,
+                                                              return_entry=True),
+    }
+    ledger = PrivacyLedger()
+    names = sorted(calls)
+    results = _run_together(len(names), lambda i: calls[names[i]](ledger))
+    for name, result in zip(names, results):
+        assert not isinstance(result, Exception), (name, result)
+        _, entry = result
+        assert ledger[entry.id] == entry and entry.mechanism.startswith(name.split("_")[0][:5]), name
+    assert len(ledger) == len(names)

@@ -138,6 +138,7 @@ def exponential_mechanism(
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     monotonic: bool = False,
     touched: str = "",
+    return_entry: bool = False,
 ) -> Any:
     """Choose one of ``candidates`` with probability ∝ μ(r) exp(ε u(r) / (2Δu)) (ε-DP).
 
@@ -172,6 +173,9 @@ def exponential_mechanism(
     touched
         What the release touched; stored in the ledger entry.
 
+    return_entry
+        Also return the :class:`~pymc_dp.accounting.LedgerEntry` this release
+        recorded, as ``(value, entry)``.
     Returns
     -------
     object
@@ -240,6 +244,7 @@ def exponential_mechanism(
         parallel_group=None,
         event=None,
         details=details,
-    ):
+    ) as entry:
         i = source.gumbel_argmax(scores, scale)
-    return cand[int(allowed[i])]
+    chosen = cand[int(allowed[i])]
+    return (chosen, entry) if return_entry else chosen

@@ -179,6 +179,7 @@ def randomized_response(
     categories: int | Sequence[Any] | None = None,
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     touched: str = "",
+    return_entry: bool = False,
 ) -> Any:
     """Randomise each answer in ``value`` independently (ε-DP for every respondent).
 
@@ -204,6 +205,9 @@ def randomized_response(
     touched
         What the release touched, e.g. ``"smoker"``; stored in the ledger entry.
 
+    return_entry
+        Also return the :class:`~pymc_dp.accounting.LedgerEntry` this release
+        recorded, as ``(value, entry)``.
     Returns
     -------
     object
@@ -267,9 +271,10 @@ def randomized_response(
         parallel_group=None,
         event=event,
         details=details,
-    ):
+    ) as entry:
         out = source.randomized_response(idx, k, p)
-    return decode(np.asarray(out, dtype=np.int64))
+    released = decode(np.asarray(out, dtype=np.int64))
+    return (released, entry) if return_entry else released
 
 
 def randomized_response_debias(
