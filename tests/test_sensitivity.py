@@ -219,3 +219,19 @@ def test_parameter_range_of_expressions():
     assert parameter_range(pm.math.sigmoid(v), model) == pytest.approx((1 / (1 + math.e**2), 1 / (1 + math.e**-1)))
     assert parameter_range(free + u, model) == (-math.inf, math.inf)
     assert parameter_range(1.0 / v, model) == (-math.inf, math.inf)  # v spans 0
+
+
+def test_reductions_in_a_likelihood_parameter_scale_the_range():
+    """A sum of three parameters in [-1, 1] ranges over [-3, 3]; it was taken for [-1, 1] (Δ three times too small)."""
+    import pytensor.tensor as pt
+
+    records = (np.arange(40) % 3 == 0).astype(int)
+    with pm.Model() as summed:
+        b = pm.Uniform("b", -1, 1, shape=3)
+        pm.Bernoulli("y", logit_p=pt.sum(b), observed=records)
+    assert pmdp.loglik_sensitivity(summed).total == pytest.approx(3.0)
+    with pm.Model() as product:
+        a = pm.Uniform("a", 0.5, 0.9, shape=2)
+        pm.Bernoulli("y", p=pt.prod(a), observed=records)
+    with pytest.raises(ValueError, match="can take values in"):
+        pmdp.loglik_sensitivity(product)  # a product over entries is not bounded by the entries' range

@@ -17,19 +17,32 @@ def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[A
     return walk(list(graphs), blockers=list(blockers))
 
 
+#: Below this many entries a constant is not taken for records by its size alone (a
+#: hyperparameter vector of a small model); exact record lengths are data at any size.
+_MIN_DERIVED = 10
+
+
 def data_leaves(
-    graphs: Sequence[Any], blockers: Iterable[Any] = (), record_counts: Iterable[int] = (), public: Iterable[Any] = ()
+    graphs: Sequence[Any],
+    blockers: Iterable[Any] = (),
+    record_counts: Iterable[int] = (),
+    public: Iterable[Any] = (),
+    records: Sequence[Any] | None = None,
 ) -> list[Any]:
     """Leaves of ``graphs`` that carry record data.
 
     Those are shared variables other than random generators (``pm.Data``
-    containers and the like) and constant arrays whose first dimension is one of
-    ``record_counts`` (NumPy record data passed straight into a model, such as a
-    covariate column). Other constants (prior hyperparameters such as a Dirichlet's
-    concentration vector) are taken to be public. The walk stops at ``blockers``
+    containers and the like) and constant arrays that look like records: whose first
+    dimension is one of ``record_counts`` (NumPy record data passed straight into a
+    model, such as a covariate column), or with at least N − 1 entries (and at least
+    10) for the smallest record count N (records sliced, sorted, transformed or transposed, such
+    as ``np.log(y)``, ``y[1:]`` or a features × records matrix). Other constants (prior
+    hyperparameters such as a Dirichlet's concentration vector) are taken to be public. The walk stops at ``blockers``
     (e.g. the model's free random variables). Leaves in ``public`` are not data: the
     lengths of a model's dims (:func:`dim_lengths`, shared scalars on PyMC 6) are sizes
-    the model declares, not records.
+    the model declares, not records. With ``records`` (the observed arrays), a constant
+    of exactly a record length counts only if it equals one of them (for priors, whose
+    hyperparameter vectors may have N entries in a small model); the size rule stays.
     """
     from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.graph.basic import Constant
@@ -45,7 +58,13 @@ def data_leaves(
             out.append(var)
         elif isinstance(var, Constant) and counts:
             shape = np.shape(getattr(var, "data", None))
-            if shape and shape[0] in counts:
+            if not shape:
+                continue
+            if int(np.prod(shape)) >= max(min(counts) - 1, _MIN_DERIVED):
+                out.append(var)
+            elif shape[0] in counts and (
+                records is None or any(np.shape(r) == shape and np.array_equal(var.data, r) for r in records)
+            ):
                 out.append(var)
     return out
 

@@ -196,13 +196,37 @@ def _free_range(rv: Any, model: Any, recurse: Any) -> tuple[float, float]:
     return _UNBOUNDED
 
 
+def _reduction_range(owner: Any, name: str, arg: tuple[float, float]) -> tuple[float, float]:
+    """Range of a reduction of an array whose entries lie in ``arg``: sound, or unbounded.
+
+    A maximum or minimum stays in the entries' range; a sum of n entries lies in
+    n × the range (n from the static shape; unknown n: unbounded); anything else
+    (products, ...) is unbounded.
+    """
+    if name in ("Maximum", "Minimum", "ScalarMaximum", "ScalarMinimum"):
+        return arg
+    if name != "Add":
+        return _UNBOUNDED
+    shape = owner.inputs[0].type.shape
+    axis = getattr(owner.op, "axis", None)
+    axes = range(len(shape)) if axis is None else axis
+    sizes = [shape[a] for a in axes]
+    if any(n is None for n in sizes):
+        return _UNBOUNDED
+    n = float(np.prod(sizes)) if sizes else 1.0
+    with np.errstate(all="ignore"):
+        return _finite_or_unbounded(n * arg[0], n * arg[1])
+
+
 def parameter_range(var: Any, model: Any) -> tuple[float, float]:
     """An interval ``(lo, hi)`` containing every value ``var`` (a model expression) can take.
 
     Sound, not always tight: a constant's values; a free variable's support as its
     value transform confines it; interval arithmetic through monotone elementwise
-    functions, sums, differences, products, quotients and shape operations. Anything
-    else is ``(-inf, inf)``. For a vector, the interval covers every coordinate.
+    functions, sums, differences, products, quotients and shape operations;
+    reductions: a maximum or minimum keeps the range, a sum of n entries (n known from
+    the static shape) scales it by n. Anything else (a product over entries, a sum of
+    unknown length) is ``(-inf, inf)``. For a vector, the interval covers every coordinate.
     """
     from pytensor.graph.basic import Constant
 
@@ -232,6 +256,8 @@ def parameter_range(var: Any, model: Any) -> tuple[float, float]:
         if scalar_op is None:
             return _UNBOUNDED
         name = type(scalar_op).__name__
+        if kind != "Elemwise":  # a reduction (Sum, Prod, Max, ...) carries a scalar_op too
+            return _reduction_range(owner, name, rng(owner.inputs[0]))
         args = [rng(i) for i in owner.inputs]
         if name in _INCREASING and len(args) == 1:
             return _monotone(scalar_op.impl, args, [1])
@@ -293,24 +319,18 @@ def _record_counts(model: Any) -> list[int]:
     return out
 
 
-def _holds_records(value: Any, records: Sequence[np.ndarray]) -> bool:
-    """Whether a constant array is (a copy of) one observed variable's records."""
-    value = np.asarray(value)
-    return any(value.shape == r.shape and np.array_equal(value, r) for r in records)
-
-
 def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
     """Refuse a model in which data enter anywhere but the observed variables' values."""
-    from .privatize_model import _observed_records
-
     free = list(model.free_RVs)
     observed_set = set(model.observed_RVs)
     counts = _record_counts(model)
-    # In a Potential or a likelihood parameter a record-length constant is taken to be
-    # data. In a prior it is a hyperparameter (a Dirichlet's concentration may have N
-    # entries) unless it holds an observed variable's records: NumPy records passed into
-    # a prior (pt.mean(y) as a location, sum(y > 0) as a size) would otherwise be released
-    # uncharged. pm.Data containers are data everywhere.
+    # Anywhere (a prior's parameters or size, a Potential, a likelihood parameter) a
+    # constant array that looks like records (data_leaves: N or N − 1 entries and more)
+    # is taken to be data, as on the Laplace route: NumPy records passed into a prior
+    # (pt.mean(np.log(y)) as a location, sum(y[1:] > 0) as a size) would otherwise be
+    # released uncharged. pm.Data containers are data everywhere.
+    from .privatize_model import _observed_records
+
     records = [np.asarray(_observed_records(model, rv)) for rv in model.observed_RVs]
     places: list[tuple[str, list[Any], list[int]]] = []
     for rv in free:
@@ -327,9 +347,10 @@ def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
                 "than its own log-likelihood term, and no sensitivity can be proven. Such models are not "
                 "supported by tempered posteriors."
             )
-        leaves = data_leaves(graphs, blockers=free, record_counts=record_counts, public=dim_lengths(model))
-        if where.startswith("the prior"):
-            leaves = [v for v in leaves if not hasattr(v, "data") or _holds_records(v.data, records)]
+        leaves = data_leaves(
+            graphs, blockers=free, record_counts=record_counts, public=dim_lengths(model),
+            records=records if where.startswith("the prior") else None,
+        )
         if leaves:
             per_record = where.startswith("the parameters")
             raise ValueError(
