@@ -1300,7 +1300,11 @@ def _scan_walk(
     leaks = list(dict.fromkeys(walk.groups))
     leaks += _check_shapes(walk, recs, n_public)
     leaks += _check_values(items, recs)
-    leaks += _check_sequences(items, recs + [d for d in derived if d.values.size >= min_run], min_run)
+    # Per-group counts are also looked for as runs (a column of exact per-cell counts);
+    # per-group medians are not: of a categorical code they are labels, which a model's
+    # latent states (fitted to the release) can follow as a matter of course.
+    runs = [d for d in derived if d.derived == "counts" and d.values.size >= min_run]
+    leaks += _check_sequences(items, recs + runs, min_run)
     stats: list[tuple[str, float]] = []
     everything = recs + derived
     if isinstance(statistics, str) or bool(statistics):
