@@ -341,9 +341,10 @@ def test_record_arrays_in_a_prior_are_refused_on_every_route_before_spending(met
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_a_variable_as_long_as_the_records_is_refused_under_add_remove_before_spending(method):
+@pytest.mark.parametrize("length", [N - 1, N, N + 1])
+def test_a_variable_as_long_as_the_records_is_refused_under_add_remove_before_spending(method, length):
     with pm.Model() as model:
-        pm.Normal("z", 0, 1, shape=N)  # N written in by the analyst; private under add_remove
+        pm.Normal("z", 0, 1, shape=length)  # N written in by the analyst; private under add_remove
         pm.Bernoulli("y", pm.Beta("p", 1, 1), observed=RECORDS)
     ledger = PrivacyLedger(neighbouring="add_remove")
     args = {"loglik_clip": (-3.0, 0.0)} if method == "ops" else {}
@@ -356,9 +357,13 @@ def test_a_variable_as_long_as_the_records_is_refused_under_add_remove_before_sp
 
 BAD_SAMPLING = [
     (dict(draws=0), "draws must be >= 1"),
-    (dict(draws=1.5), "draws must be a whole number"),
+    (dict(draws=1.5), "draws must be an integer"),
     (dict(chains=0), "chains must be >= 1"),
-    (dict(tune="x"), "tune must be a whole number"),
+    (dict(tune="x"), "tune must be an integer"),
+    (dict(tune=10.0), "tune must be an integer"),
+    (dict(random_seed=1.5), "random_seed must be"),
+    (dict(initvals=[{"p": 0.3}] * 3), "a list of 3 starting points but chains=1"),
+    (dict(initvals={"p": np.full(3, 0.3)}), r"initvals\['p'\] has shape \(3,\)"),
     (dict(init="bogus"), "init must be one of"),
     (dict(initvals={"p": 5.0}), "outside the support"),
     (dict(initvals={"nope": 0.5}), "initvals name"),

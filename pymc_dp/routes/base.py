@@ -221,15 +221,47 @@ INIT_METHODS = (
 )
 
 
+def _whole(value: Any, name: str, minimum: int) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}; nothing was spent.")
+    check_count(value, name, minimum=minimum)
+
+
 def check_sampling_arguments(draws: Any, keywords: Mapping[str, Any]) -> None:
     """Refuse, before anything is spent, sampling arguments ``pm.sample`` would fail on after the spend."""
-    check_count(draws, "draws")
-    for name, minimum in (("tune", 0), ("chains", 1), ("cores", 1)):
+    _whole(draws, "draws", 1)
+    for name, minimum in (("tune", 0), ("chains", 1), ("cores", 1), ("blas_cores", 1)):
         if keywords.get(name) is not None:
-            check_count(keywords[name], name, minimum=minimum)
+            _whole(keywords[name], name, minimum)
     init = keywords.get("init")
     if init is not None and init not in INIT_METHODS:
         raise ValueError(f"init must be one of {INIT_METHODS}, got {init!r}; nothing was spent.")
+    seed = keywords.get("random_seed")
+    if seed is not None and not isinstance(seed, (np.random.Generator, np.random.SeedSequence, np.random.RandomState)):
+        seeds = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) else [seed]
+        if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in seeds):
+            raise ValueError(
+                f"random_seed must be a non-negative integer, a sequence of them (one per chain) or a NumPy "
+                f"Generator, got {seed!r}; nothing was spent."
+            )
+    initvals = keywords.get("initvals")
+    chains = keywords.get("chains")
+    if isinstance(initvals, (list, tuple)) and chains is not None and len(initvals) != chains:
+        raise ValueError(
+            f"initvals is a list of {len(initvals)} starting points but chains={chains}: give one per chain (or one "
+            "mapping for all); nothing was spent."
+        )
+    for name in ("nuts_sampler",):
+        sampler = keywords.get(name)
+        if sampler not in (None, "pymc"):
+            import importlib.util
+
+            module = {"numpyro": "numpyro", "blackjax": "blackjax", "nutpie": "nutpie"}.get(sampler)
+            if module is None or importlib.util.find_spec(module) is None:
+                raise ValueError(
+                    f"nuts_sampler={sampler!r} is not available here (install {module or 'it'}, or leave "
+                    "nuts_sampler out); nothing was spent."
+                )
 
 
 def check_initvals(model: Any, initvals: Any) -> None:
@@ -257,7 +289,12 @@ def check_initvals(model: Any, initvals: Any) -> None:
             )
         for key, value in zip(names, init.values()):
             if not isinstance(value, str):
-                check_finite_array(value, f"initvals[{key!r}]", allow_bool=False)
+                arr = check_finite_array(value, f"initvals[{key!r}]", allow_bool=False)
+                shape = tuple(int(n) for n in free[key].shape.eval())
+                if arr.shape not in ((), shape):
+                    raise ValueError(
+                        f"initvals[{key!r}] has shape {arr.shape}, but {key!r} has shape {shape}; nothing was spent."
+                    )
         try:
             point = make_initial_point_fn(model=model, overrides=dict(zip(names, init.values())), jitter_rvs=set())(0)
             logps = model.compile_fn(

@@ -201,11 +201,11 @@ def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapp
                 f"cannot release {name!r}: its shape {shape} is computed from {reason}, so it is a function of the "
                 "private data. Give it a public size (a literal, or coords declared from public values)."
             )
-        if neighbouring == "add_remove" and any(n in counts for n in shape):
+        if neighbouring == "add_remove" and any(abs(n - c) <= 1 for n in shape for c in counts):
             raise ValueError(
-                f"cannot release {name!r}: it has a dimension of the length of the records ({shape}), and under "
-                "add_remove neighbouring the number of records is private. Use neighbouring='replace' (N public) or "
-                "leave per-record variables out of the release."
+                f"cannot release {name!r}: it has a dimension as long as the records, give or take one ({shape}), and "
+                "under add_remove neighbouring the number of records is private. Use neighbouring='replace' (N "
+                "public) or leave such variables out of the release."
             )
 
 
