@@ -177,7 +177,8 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
     key = None
     if args.key_file is not None:
         try:
-            key = Path(args.key_file).read_bytes().strip()
+            key = Path(args.key_file).read_bytes()
+            key = key[:-2] if key.endswith(b"\r\n") else key[:-1] if key.endswith(b"\n") else key  # one line end
         except OSError as err:
             raise _CommandError(f"cannot read --key-file {args.key_file}: {err.strerror}") from None
         if not key:

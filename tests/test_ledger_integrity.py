@@ -209,3 +209,15 @@ def test_a_signed_ledger_copied_onto_another_release_is_refused(traces):
     replayed = _compat.with_attrs(replayed, _compat.get_attrs(a))
     with pytest.raises(ValueError, match="made for another release"):
         ledger(replayed, key=KEY)
+
+
+def test_the_per_chain_totals_and_the_coordinates_are_covered_too(traces):
+    lg = _ledger()
+    signed = attach_ledger(traces(0), lg, key=KEY)
+    privacy = _compat.get_group(signed, "privacy").copy()
+    privacy["epsilon"] = privacy["epsilon"] * 0 + 0.001
+    with pytest.raises(ValueError, match="do not match its ledgers' totals"):
+        ledger(_compat.with_group(signed, "privacy", privacy))
+    posterior = _compat.get_group(signed, "posterior").assign_coords(draw=np.arange(5)[::-1])
+    with pytest.raises(ValueError, match="made for another release"):
+        ledger(_compat.with_group(signed, "posterior", posterior), key=KEY)

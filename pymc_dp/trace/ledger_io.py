@@ -111,8 +111,9 @@ def _per_chain_texts(idata: Any) -> list[str] | None:
 def trace_digest(idata: Any) -> str:
     """SHA-256 over every variable of every group of a trace but the ledger's own.
 
-    Names, dimensions, shapes and values (numbers by their bytes as float64 or
-    int64, anything else by its text), groups and variables in sorted order; attributes
+    Names, dimensions, shapes and values of data variables and coordinates (numbers
+    by their bytes as float64 or int64, anything else by its text), groups and
+    variables in sorted order; attributes
     are left out (they hold the ledger and timestamps). A signed ledger is bound to
     this digest, so it cannot be copied onto another release. Stable across
     ``to_netcdf``/``from_netcdf``.
@@ -126,9 +127,12 @@ def trace_digest(idata: Any) -> str:
         ds = _compat.get_group(idata, group)
         if ds is None:
             continue
-        for name in sorted(map(str, ds.data_vars)):
+        names = [("", n) for n in sorted(map(str, ds.data_vars))] + [("coords/", n) for n in sorted(map(str, ds.coords))]
+        for prefix, name in names:
             arr = np.asarray(ds[name].values)
-            h.update(f"{group}/{name}{tuple(ds[name].dims)}{arr.shape}".encode())
+            name = prefix + name
+            dims = tuple(ds[name.removeprefix("coords/")].dims)
+            h.update(f"{group}/{name}{dims}{arr.shape}".encode())
             if arr.dtype.kind in "biu":
                 h.update(np.ascontiguousarray(arr, dtype=np.int64).tobytes())
             elif arr.dtype.kind == "f":
@@ -236,7 +240,23 @@ def _dedupe_ledgers(ledgers: list[PrivacyLedger]) -> list[PrivacyLedger]:
     return list(by_text.values())
 
 
+def _check_totals(idata: Any) -> None:
+    """The privacy group's per-chain ε and δ must be its ledgers' totals (they are only a display of them)."""
+    ds = _compat.get_group(idata, PRIVACY_GROUP)
+    if ds is None or "ledger" not in ds.data_vars or "epsilon" not in ds.data_vars:
+        return
+    for text, eps, delta in zip(_as_strings(ds["ledger"].values), np.ravel(ds["epsilon"].values),
+                                np.ravel(ds["delta"].values) if "delta" in ds.data_vars else np.zeros(ds.sizes.get("chain", 1))):
+        total = _parse(text).total("basic")
+        if not (np.isclose(eps, total.epsilon, rtol=1e-12, atol=0) and np.isclose(delta, total.delta, rtol=1e-12, atol=1e-300)):
+            raise ValueError(
+                "the privacy group's per-chain epsilon/delta do not match its ledgers' totals: the trace was edited "
+                "after it was written. Do not trust it."
+            )
+
+
 def _read(idata: Any, key: bytes | str | None = None) -> PrivacyLedger | None:
+    _check_totals(idata)
     texts = _per_chain_texts(idata) or []
     texts += _as_strings(_compat.get_attrs(idata).get(LEDGER_ATTR))
     texts = _unique(texts)
