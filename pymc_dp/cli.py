@@ -140,8 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_audit.add_argument("--output", default=None, metavar="FILE", help="also write the Markdown table to FILE")
     p_audit.add_argument(
         "--scan", default=None, metavar="FOLDER",
-        help="instead: scan every file of FOLDER (report text, JSON, saved traces) for the records of --records, "
-        "their exact statistics and data-dependent shapes; exit status 1 if anything is found",
+        help="instead: scan every file of FOLDER (report text, JSON, CSV, saved traces, .npy) for the records of "
+        "--records, their exact statistics and data-dependent shapes; exit status 1 if anything is found, 2 if a "
+        "file that is not an image could not be read",
     )
     p_audit.add_argument("--records", default=None, metavar="CSV", help="with --scan: the private records (a CSV; numeric columns are scanned for)")
     p_audit.add_argument(
@@ -300,7 +301,12 @@ def _cmd_audit_scan(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError, TypeError) as err:
         raise _CommandError(_first_line(err)) from None
     print(report)
-    return 0 if report.clean else 1
+    images = (".png", ".jpg", ".jpeg", ".gif", ".pdf", ".svgz", ".webp")
+    unread = [f for f in report.skipped if not f.lower().endswith(images)]
+    if unread:
+        print(f"{PROG}: audit: {len(unread)} file(s) that may hold data were not scanned: {', '.join(unread)}",
+              file=sys.stderr)
+    return 1 if not report.clean else 2 if unread else 0
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:

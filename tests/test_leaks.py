@@ -546,3 +546,17 @@ def test_folder_scan_reads_csv_columns_notebooks_and_untyped_text(report_records
     where = {lk.where.split(":")[0].split("/")[0] for lk in report.leaks}
     assert where == {"cells.csv", "notes", "analysis.ipynb"}, str(report)
     assert report.skipped == ()
+
+
+@pytest.mark.parametrize("name", ["export", "line.txt", "save.dat", "arr.npy"])
+def test_folder_scan_finds_yes_no_records_laid_out_as_data_in_any_file(name, tmp_path):
+    y = (np.random.default_rng(3).random(60) < 0.3).astype(int)
+    write = {
+        "export": lambda p: p.write_text("y\n" + "\n".join(map(str, y)) + "\n"),
+        "line.txt": lambda p: p.write_text(" ".join(map(str, y)) + "\n"),
+        "save.dat": lambda p: np.savetxt(p, y, fmt="%d"),
+        "arr.npy": lambda p: np.save(p, y),
+    }[name]
+    write(tmp_path / name)
+    report = pmdp.audit.scan_folder(tmp_path, y)
+    assert [lk.kind for lk in report.leaks] == ["sequence"] and not report.skipped

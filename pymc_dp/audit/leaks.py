@@ -1404,6 +1404,38 @@ def _is_text(path: Any) -> bool:
     return b"\x00" not in head
 
 
+_NUMBER_TOKEN = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+
+
+def _walk_numeric_lines(walk: _Walk, rel: str, text: str) -> None:
+    """Numbers laid out as data in any text: rows of numbers, and the columns of consecutive such rows.
+
+    A line of numbers (``0 1 0 1 ...``, ``np.savetxt`` output) is an array, and so is each
+    column of a block of lines that hold numbers only: their values and runs are
+    checked as a trace's are, whatever the file is called.
+    """
+    rows: list[tuple[int, list[float]]] = []
+
+    def flush() -> None:
+        if len(rows) >= 2:
+            width = min(len(r) for _, r in rows)
+            block = np.array([r[:width] for _, r in rows], dtype=np.float64)
+            for j in range(width):
+                _add_array(walk, f"{rel}:{rows[0][0]}-{rows[-1][0]}[:,{j}]", block[:, j], "data", ("row",))
+        rows.clear()
+
+    for lineno, line in enumerate(text.splitlines(), 1):
+        tokens = [t for t in re.split(r"[\s,;]+", line.strip()) if t]
+        if tokens and all(_NUMBER_TOKEN.match(t) for t in tokens):
+            values = [float(t) for t in tokens]
+            if len(values) >= 2:
+                _add_array(walk, f"{rel}:{lineno}", np.asarray(values), "data", ("col",))
+            rows.append((lineno, values))
+        else:
+            flush()
+    flush()
+
+
 def _walk_table(walk: _Walk, rel: str, text: str, sep: str) -> None:
     """Every numeric column of a CSV/TSV as an array: its values and runs are checked like a trace's."""
     import io
@@ -1449,10 +1481,12 @@ def scan_folder(
       digit (``6,843`` matches 6843.4). Numbers with fewer digits (an ESS of 26, a
       median of 26) and percentages are not evidence and are not looked up. A leak is
       located as ``file:line``;
-    * CSV and TSV files also contribute every numeric column as an array, whose
-      values and runs are checked as a trace's are (a column of exact per-cell counts
-      is found as a run); ``.ipynb`` notebooks are parsed as JSON; a file of another
-      type that reads as UTF-8 text is scanned as text;
+    * CSV and TSV files also contribute every numeric column as an array, and in any
+      text a line of numbers and each column of a block of number-only lines are
+      arrays too: their values and runs are checked as a trace's are (a column of
+      exact per-cell counts, a line ``0 1 0 1 ...`` of records); ``.npy``/``.npz`` are
+      loaded (without pickles); ``.ipynb`` notebooks are parsed as JSON; a file of
+      another type that reads as UTF-8 text is scanned as text;
     * anything else (images among them: a figure's pixels are not read) is listed in
       :attr:`LeakReport.skipped`, not scanned: check it yourself, or write figures
       only from released values.
@@ -1496,11 +1530,21 @@ def scan_folder(
                 _walk(walk, _compat.load(path), rel, "data", depth=0)
             elif suffix in (".json", ".ipynb"):
                 _walk(walk, json.loads(path.read_text(encoding="utf-8")), rel, "attr", depth=0)
+            elif suffix in (".npy", ".npz"):
+                loaded = np.load(path, allow_pickle=False)
+                if suffix == ".npz":
+                    with loaded:
+                        arrays = {k: loaded[k] for k in loaded.files}
+                else:
+                    arrays = {"": loaded}
+                for name, arr in arrays.items():
+                    _add_array(walk, _join(rel, name) if name else rel, np.asarray(arr), "data")
             elif suffix in TEXT_SUFFIXES or _is_text(path):
                 text = path.read_text(encoding="utf-8", errors="replace")
                 _walk_text_file(walk, rel, text)
                 if suffix in (".csv", ".tsv"):
                     _walk_table(walk, rel, text, "\t" if suffix == ".tsv" else ",")
+                _walk_numeric_lines(walk, rel, text)
             else:
                 skipped.append(rel)
                 continue
