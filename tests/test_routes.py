@@ -408,3 +408,10 @@ def test_target_accept_goes_through_to_the_sampler():
 def test_privatize_refuses_masked_records():
     with pytest.raises(ValueError, match="masked array with 2 masked entries"):
         pmdp.privatize(np.ma.masked_array([0, 1, 1, 0, 1], [0, 1, 0, 0, 1]), "bernoulli", epsilon=1.0)
+
+
+def test_privatize_refuses_masked_dask_records():
+    da = pytest.importorskip("dask.array")
+    masked = da.ma.masked_array(da.from_array(np.array([0, 1, 1, 0])), mask=da.from_array(np.array([0, 1, 0, 0], bool)))
+    with pytest.raises(ValueError, match="masked Dask array"):
+        pmdp.privatize(masked, "bernoulli", epsilon=1.0)

@@ -35,6 +35,11 @@ def as_array(data: Any, name: str = "data") -> Any:
     if is_dask(data):
         if hasattr(data, "to_dask_array"):  # dask DataFrame / Series
             data = data.to_dask_array(lengths=True)
+        if isinstance(getattr(data, "_meta", None), np.ma.MaskedArray):
+            raise ValueError(
+                f"{name} is a masked Dask array: missing values cannot be privatised (how many are missing is itself "
+                "private). Drop the incomplete records and pass complete data."
+            )
         if np.dtype(data.dtype).kind not in "biuf":  # checked by dtype: the chunks stay where they are
             raise ValueError(
                 f"{name} must be numeric records, got a Dask array of dtype {data.dtype} (strings, objects, dates "
