@@ -488,7 +488,7 @@ def test_folder_scan_finds_the_exact_record_count_and_the_median_per_cell(report
     logs, records, cells, per_cell = report_records
     (tmp_path / "summary.txt").write_text(
         f"records            {logs.num_records:,} in {len(logs.regions)} regions x 72 months\n"
-        f"median per region-month: {np.median(per_cell):.2f}\n"
+        f"median per region-month: {np.median(per_cell):.3f}\n"
     )
     (tmp_path / "figure.png").write_bytes(b"\x89PNG not read")
     report = pmdp.audit.scan_folder(

@@ -1357,9 +1357,9 @@ _REPORT_NUMBER = re.compile(
 )
 
 
-#: A number in report text is looked up only with at least this many significant digits:
-#: a report's small numbers (an ESS of 26, 213 draws) coincide with small statistics (a
-#: median of 26 per cell) too often to be evidence.
+#: A number in report text is looked up only with at least this many significant digits
+#: (one more for a decimal): a report's small numbers (an ESS of 26, 213 draws, an R-hat of
+#: 1.815) coincide with small statistics (a median of 26 per cell) too often to be evidence.
 REPORT_DIGITS = 4
 
 
@@ -1379,7 +1379,10 @@ def _walk_text_file(walk: _Walk, rel: str, text: str) -> None:
     for lineno, line in enumerate(text.splitlines(), 1):
         tokens, halves = [], []
         for t in _REPORT_NUMBER.findall(line):
-            if _significant_digits(t) < REPORT_DIGITS:
+            # a decimal matches within half its last digit, so it needs one digit more than
+            # an integer to be as unlikely a coincidence (an R-hat of 1.815 is not a std)
+            decimal_number = bool(re.search(r"[.eE]", t))
+            if _significant_digits(t) < REPORT_DIGITS + decimal_number:
                 continue
             plain = t.replace(",", "")
             mantissa = re.split(r"[eE]", plain)[0]
@@ -1475,7 +1478,7 @@ def scan_folder(
     * ``.json`` files are parsed and walked;
     * text (``.txt``, ``.md``, ``.csv``, ``.html``, ``.svg``, ... see
       :data:`TEXT_SUFFIXES`) contributes every number of every line with at least
-      :data:`REPORT_DIGITS` (4) significant digits, integers and digit-grouped
+      :data:`REPORT_DIGITS` (4) significant digits (5 for a decimal), integers and digit-grouped
       integers (``12,345``) included: in a report, a record count is a plain
       integer. Each matches a statistic as printed, within half a unit of its last
       digit (``6,843`` matches 6843.4). Numbers with fewer digits (an ESS of 26, a
