@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
-from typing import Any
+from typing import Any, Mapping
 
 import xarray as xr
 
@@ -318,3 +318,42 @@ def model_var(kind: str, var: Any, name: str, *, value: Any = None, transform: A
             out = getattr(fgraph, f"model_{kind}")(var, *dims)
     out.name = name
     return out
+
+
+def fgraph_of_model(model: Any) -> tuple[Any, dict[str, Any]]:
+    """``(FunctionGraph, initial values by variable name)`` of ``model``, for a transform that rebuilds it.
+
+    PyMC's ``fgraph_from_model`` refuses models with ``initval=``; their (numeric)
+    initial values are set aside here and put back by :func:`model_of_fgraph`. The
+    user's model is left as it was, also on failure.
+    """
+    from pymc.model.fgraph import fgraph_from_model
+    from pytensor.graph.basic import Constant, Variable
+
+    saved = dict(model.rvs_to_initial_values)
+    initvals = {rv.name: value for rv, value in saved.items() if value is not None}
+    symbolic = sorted(n for n, v in initvals.items() if isinstance(v, Variable) and not isinstance(v, Constant))
+    if symbolic:
+        raise ValueError(
+            f"initval of {symbolic} is a symbolic expression; give numbers (or leave initval out) to use this "
+            "model here. Nothing was spent."
+        )
+    try:
+        for rv in saved:
+            model.rvs_to_initial_values[rv] = None
+        fg, _ = fgraph_from_model(model, inlined_views=True)
+    finally:
+        model.rvs_to_initial_values.update(saved)
+    return fg, initvals
+
+
+def model_of_fgraph(fg: Any, initvals: Mapping[str, Any] | None = None) -> Any:
+    """The model of a graph from :func:`fgraph_of_model`, with its initial values back on its free variables."""
+    from pymc.model.fgraph import model_from_fgraph
+
+    model = model_from_fgraph(fg, mutate_fgraph=True)
+    free = {rv.name: rv for rv in model.free_RVs}
+    for name, value in (initvals or {}).items():
+        if name in free:
+            model.rvs_to_initial_values[free[name]] = value
+    return model

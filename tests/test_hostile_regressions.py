@@ -32,7 +32,7 @@ def test_integer_records_beyond_the_double_range_are_refused():
 
 @pytest.mark.parametrize("bad", [10**400, -(10**400)], ids=["+1e400", "-1e400"])
 def test_truncation_and_clip_bounds_beyond_the_double_range_are_a_value_error(bad):
-    from pymc_dp.model.tempering import _clip_bounds
+    from pymc_dp.model.loglik_clip import _clip_bounds
     from pymc_dp.model.truncation import _interval
 
     with pytest.raises(ValueError, match="clip_loglik: (lower|upper) must be a finite number.*Δ unbounded"):

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .._compat import model_var, model_var_parts
+from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..accounting.validation import (
     check_epsilon,
@@ -166,13 +166,11 @@ def _rebuild_without_records(
         ModelNamed,
         ModelObservedRV,
         ModelVar,
-        fgraph_from_model,
-        model_from_fgraph,
     )
     from pytensor.graph.fg import Output
 
     try:
-        fg, _ = fgraph_from_model(model, inlined_views=True)
+        fg, initvals = fgraph_of_model(model)
     except NotImplementedError as err:  # e.g. custom initial values
         raise ValueError(
             f"this model cannot be copied for privatisation ({err}); build it on pmdp.privatize + "
@@ -235,7 +233,7 @@ def _rebuild_without_records(
     used_dims = {d for node in model_vars for d in model_var_parts(node).dims}
     fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
     fg._dim_lengths = {k: v for k, v in fg._dim_lengths.items() if k in used_dims}
-    return model_from_fgraph(fg, mutate_fgraph=True), dropped
+    return model_of_fgraph(fg, initvals), dropped
 
 
 def _noise_mixing_rv(name: str, new_outputs: list[Any], size: int) -> Any:

@@ -39,7 +39,7 @@ from ..accounting.validation import check_epsilon, check_neighbouring
 from ..families import family_of_dist
 from ..families._params import per_record_parameters
 from ._graph import ancestors, data_leaves, describe_leaf, dim_lengths, only_constants
-from .tempering import loglik_clip_of
+from .loglik_clip import clip_terms, loglik_clip_of
 from .truncation import is_simplex_floor
 
 __all__ = ["loglik_sensitivity", "LoglikSensitivity", "parameter_range"]
@@ -372,9 +372,16 @@ def _variable_sensitivity(
     clip = loglik_clip_of(rv)
     if clip is not None:
         span = clip[1] - clip[0]
+        terms = clip_terms(rv, model)
+        where = f"log-likelihood terms clipped to [{clip[0]:g}, {clip[1]:g}]; {terms.why}"
         if neighbouring == "replace":
-            return span, f"log-likelihood clipped to [{clip[0]:g}, {clip[1]:g}]: upper − lower", None, {}
-        return span / 2.0, f"log-likelihood clipped to [{clip[0]:g}, {clip[1]:g}], add/remove: (upper − lower) / 2", None, {}
+            return terms.per_record * span, f"{where}: {terms.per_record} × (upper − lower)", None, {}
+        if terms.dependent:
+            raise ValueError(
+                f"observed variable {rv.name!r}: its records are steps of one time series ({terms.why}); adding or "
+                "removing a step shifts every later one, so only neighbouring='replace' is supported for it."
+            )
+        return terms.per_record * span / 2.0, f"{where}, add/remove: {terms.per_record} × (upper − lower) / 2", None, {}
     if bounds is not None and not isinstance(bounds, Mapping):
         raise ValueError(f"bounds[{rv.name!r}] must be a dict of the family's bounds, got {bounds!r}.")
     try:

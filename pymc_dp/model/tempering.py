@@ -6,13 +6,12 @@
   exponential mechanism with utility log p(X | θ) (base measure the prior, resp.
   Lebesgue) and the same privacy for the same T; likelihood-only keeps the prior
   as the analyst wrote it.
-* :func:`clip_loglik` returns a copy in which every record's log-likelihood term is
-  clipped into ``[lower, upper]`` ([WM10] §2): one record then moves the
-  log-likelihood by at most ``upper − lower``, for any model.
+* :func:`clip_loglik` (from :mod:`pymc_dp.model.loglik_clip`) returns a copy in which
+  every record's log-likelihood terms are clipped into ``[lower, upper]`` ([WM10] §2).
 
 Both keep the observed variables observed (the tempering is a ``pm.Potential``
-adding ``(1/T − 1)`` times the log-likelihood; a clipped variable is a
-``pm.CustomDist`` around the original distribution), so every PyMC sampler works
+adding ``(1/T − 1)`` times the log-likelihood; a clipped variable keeps its
+distribution with a clipped log-density), so every PyMC sampler works
 on the result. The user's model is never modified.
 """
 
@@ -23,21 +22,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .._compat import model_var, model_var_parts
-from ..accounting.validation import check_epsilon, check_finite_number
+from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
+from ..accounting.validation import check_epsilon
+from .loglik_clip import clip_loglik, loglik_clip_of
 
 __all__ = ["temper", "clip_loglik", "loglik_clip_of", "clip_records", "records_outside_bounds", "TEMPERING_POTENTIAL"]
 
 #: Name of the potential :func:`temper` adds.
 TEMPERING_POTENTIAL = "dp_tempering"
-#: Attribute set on the op of a clipped observed variable: its ``(lower, upper)``.
-_CLIP_ATTR = "pymc_dp_loglik_clip"
-
-
-def loglik_clip_of(rv: Any) -> tuple[float, float] | None:
-    """``(lower, upper)`` if ``rv``'s log-likelihood terms were clipped by :func:`clip_loglik`, else None."""
-    owner = getattr(rv, "owner", None)
-    return getattr(getattr(owner, "op", None), _CLIP_ATTR, None)
 
 
 def temper(model: Any = None, temperature: float = 1.0, *, part: str = "likelihood") -> Any:
@@ -68,8 +60,6 @@ def temper(model: Any = None, temperature: float = 1.0, *, part: str = "likeliho
         variables.
     """
     import pymc as pm
-    from pymc.model.fgraph import clone_model
-
     model = pm.modelcontext(model)
     t = check_epsilon(temperature, "temperature")
     if t < 1.0:
@@ -83,7 +73,7 @@ def temper(model: Any = None, temperature: float = 1.0, *, part: str = "likeliho
         raise ValueError("the model has no observed variables: there is no likelihood to temper.")
     if TEMPERING_POTENTIAL in model.named_vars:
         raise ValueError(f"the model is already tempered (it has a variable named {TEMPERING_POTENTIAL!r}).")
-    tempered = clone_model(model)
+    tempered = model_of_fgraph(*fgraph_of_model(model))
     if t == 1.0:
         return tempered
     terms = [pm.logp(rv, tempered.rvs_to_values[rv]).sum() for rv in tempered.observed_RVs]
@@ -93,88 +83,6 @@ def temper(model: Any = None, temperature: float = 1.0, *, part: str = "likeliho
     with tempered:
         pm.Potential(TEMPERING_POTENTIAL, (1.0 / t - 1.0) * sum(terms))
     return tempered
-
-
-def _clip_bounds(lower: Any, upper: Any) -> tuple[float, float]:
-    out = [
-        check_finite_number(v, f"clip_loglik: {what}", hint=" An infinite end leaves Δ unbounded.")
-        for what, v in (("lower", lower), ("upper", upper))
-    ]
-    if out[0] >= out[1]:
-        raise ValueError(f"clip_loglik needs lower < upper, got ({out[0]:g}, {out[1]:g}).")
-    return out[0], out[1]
-
-
-def _clipped_dist(rv: Any, lower: float, upper: float) -> Any:
-    """A ``pm.CustomDist`` drawing like ``rv`` whose log-density is ``clip(logp(rv), lower, upper)``."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    op = rv.owner.op
-    params = op.dist_params(rv.owner)
-
-    def logp(value: Any, *ps: Any) -> Any:
-        return pt.clip(pm.logp(op(*ps), value), lower, upper)
-
-    def dist(*ps_and_size: Any) -> Any:
-        *ps, size = ps_and_size
-        return op(*ps, size=size)
-
-    static = rv.type.shape
-    shape = tuple(int(s) for s in static) if None not in static else rv.shape
-    new = pm.CustomDist.dist(*params, dist=dist, logp=logp, class_name=f"clipped_{rv.name}", shape=shape)
-    setattr(new.owner.op, _CLIP_ATTR, (lower, upper))
-    return new
-
-
-def clip_loglik(model: Any = None, lower: float = -10.0, upper: float = 0.0) -> Any:
-    """A copy of ``model`` in which every record's log-likelihood term is clipped into ``[lower, upper]``.
-
-    After clipping, one record can change the log-likelihood by at most
-    ``upper − lower``, whatever the model, so :func:`pymc_dp.loglik_sensitivity` is
-    ``upper − lower`` for each clipped variable ([WM10] §2 clamps each factor into
-    [e^{−1}, e]: ``lower=-1, upper=1``). Terms outside the interval no longer
-    inform the posterior: choose ``lower`` below the log-likelihood of typical
-    records (e.g. a few units below its typical value), and ``upper`` at or above
-    its maximum (0 for discrete likelihoods, whose terms are ≤ 0).
-
-    Every observed variable is clipped: an unclipped one would leave the
-    sensitivity unbounded. Each one's "record" is one element (one row for a
-    multivariate likelihood).
-
-    Parameters
-    ----------
-    model
-        The ``pm.Model`` (default: the enclosing ``with`` block's). Not modified.
-    lower, upper
-        The clipping interval of one record's log-likelihood (finite, lower < upper).
-
-    Returns
-    -------
-    pymc.Model
-        The clipped copy; the observed variables keep their names and data.
-    """
-    import pymc as pm
-    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph
-
-    model = pm.modelcontext(model)
-    lo, hi = _clip_bounds(lower, upper)
-    if not model.observed_RVs:
-        raise ValueError("the model has no observed variables: there is no log-likelihood to clip.")
-    already = [rv.name for rv in model.observed_RVs if loglik_clip_of(rv) is not None]
-    if already:
-        raise ValueError(f"observed variable(s) {already} are already clipped; clip the original model once.")
-    try:
-        fg, _ = fgraph_from_model(model, inlined_views=True)
-    except NotImplementedError as err:
-        raise ValueError(f"this model cannot be copied for clipping ({err}).") from None
-    for node in [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]:
-        parts = model_var_parts(node)
-        new_rv = _clipped_dist(parts.var, lo, hi)
-        new_rv.name = parts.var.name
-        observed = model_var("observed", new_rv, parts.name, value=parts.value, dims=parts.dims)
-        fg.replace(node.outputs[0], observed, import_missing=True)
-    return model_from_fgraph(fg, mutate_fgraph=True)
 
 
 def _clipped_values(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
@@ -222,7 +130,7 @@ def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]
     :class:`~pymc_dp.families.ClippedRecordsWarning`. Returns the copy and the counts.
     """
     import pytensor.tensor as pt
-    from pymc.model.fgraph import ModelObservedRV, fgraph_from_model, model_from_fgraph
+    from pymc.model.fgraph import ModelObservedRV
 
     from ..families import ClippedRecordsWarning
 
@@ -236,7 +144,7 @@ def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]
         )
     if not new_values:
         return model, clipped
-    fg, _ = fgraph_from_model(model, inlined_views=True)
+    fg, initvals = fgraph_of_model(model)
     for node in [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]:
         name = node.outputs[0].name
         if name in new_values:
@@ -244,4 +152,4 @@ def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]
             value = pt.constant(new_values[name], dtype=parts.value.dtype)
             observed = model_var("observed", parts.var, name, value=value, dims=parts.dims)
             fg.replace(node.outputs[0], observed, import_missing=True)
-    return model_from_fgraph(fg, mutate_fgraph=True), clipped
+    return model_of_fgraph(fg, initvals), clipped

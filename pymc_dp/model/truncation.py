@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .._compat import model_var, model_var_parts
+from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
 from ..accounting.validation import check_finite_number
 from ._graph import only_constants
 
@@ -149,7 +149,7 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
         floor, or a Dirichlet whose concentration is not constant.
     """
     import pymc as pm
-    from pymc.model.fgraph import ModelFreeRV, fgraph_from_model, model_from_fgraph
+    from pymc.model.fgraph import ModelFreeRV
 
     model = pm.modelcontext(model)
     if not isinstance(truncation, Mapping) or not truncation:
@@ -164,7 +164,7 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
         if free[name].type.dtype.startswith(("int", "uint", "bool")):
             raise ValueError(f"{name!r} is discrete; truncate continuous parameters only.")
     try:
-        fg, _ = fgraph_from_model(model, inlined_views=True)
+        fg, initvals = fgraph_of_model(model)
     except NotImplementedError as err:  # e.g. custom initial values
         raise ValueError(f"this model cannot be copied for truncation ({err}).") from None
 
@@ -205,5 +205,5 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
             new_value = truncated.type(name=f"{name}_interval__")
             new = model_var("free", truncated, name, value=new_value, transform=transform, dims=dims)
         fg.replace(node.outputs[0], new, import_missing=True)
-    return model_from_fgraph(fg, mutate_fgraph=True)
+    return model_of_fgraph(fg, initvals)
 

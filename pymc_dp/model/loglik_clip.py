@@ -1,0 +1,282 @@
+"""Clipping each record's log-likelihood, for any PyMC likelihood ([WM10] §2).
+
+:func:`clip_loglik` returns a copy of a model in which every observed variable's
+log-likelihood *terms* are clipped into ``[lower, upper]``. It works on the
+distribution's own log-density (whatever PyMC can compute: ``pm.Normal``,
+``pm.NormalMixture``, ``pm.Censored``, ``pm.CustomDist``, ``pm.AR``, ...): the
+observed variable keeps its distribution, its name, its dims and its data; only the
+log-density PyMC reads for it is clipped. (Technically, the variable's PyTensor op is
+replaced by a subclass whose registered log-probability is the clipped one; drawing
+from it, and every other PyMC dispatch, is inherited.)
+
+**What a term is, and how many one record touches** (:func:`clip_terms`):
+
+* a *record* is one row of the observed variable along its first axis (the docs'
+  "one meaning of a record": that row together with the covariates, group index and
+  per-record parameters aligned with it);
+* for a univariate likelihood each element is a term, so a row of ``k`` elements is
+  ``k`` terms; for a multivariate one (``pm.Multinomial``, ``pm.MvNormal``) each row is
+  one term;
+* a single time series (``pm.AR``, ``pm.GaussianRandomWalk`` observed as one vector)
+  is clipped **step by step** — one term per time step's conditional density — and a
+  record (one time step) enters ``p + 1`` of them for an AR(p) (its own step and, as a
+  lag, the next ``p``), 2 for a random walk;
+* any other likelihood whose one term holds every record (a single multivariate draw)
+  is clipped as a whole: one term, touched by every record.
+
+The sensitivity of a clipped variable is then ``terms × (upper − lower)`` under
+replace-one neighbouring (:func:`pymc_dp.loglik_sensitivity`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
+from ..accounting.validation import check_finite_number
+
+__all__ = ["clip_loglik", "loglik_clip_of", "clip_terms", "ClipTerms"]
+
+#: Attribute on the op of a clipped observed variable: its ``(lower, upper)``.
+_CLIP_ATTR = "pymc_dp_loglik_clip"
+_CLIPPED_CLASSES: dict[type, type] = {}
+
+
+def loglik_clip_of(rv: Any) -> tuple[float, float] | None:
+    """``(lower, upper)`` if ``rv``'s log-likelihood terms were clipped by :func:`clip_loglik`, else None."""
+    owner = getattr(rv, "owner", None)
+    return getattr(getattr(owner, "op", None), _CLIP_ATTR, None)
+
+
+# --------------------------------------------------------------------------- per-step terms of time series
+
+
+def _autoregressive_steps(op: Any, value: Any, inputs: Any) -> Any:
+    """The per-step log-densities of an AR(p) series (PyMC's ``ar_logp`` without its sums)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    rhos, sigma, init_dist = inputs[0], inputs[1], inputs[2]
+    p = op.ar_order
+    lags = [value[..., p - (i + 1): -(i + 1)] for i in range(p)]
+    if op.constant_term:
+        expectation = pt.add(rhos[..., 0, None], *(rhos[..., i + 1, None] * lags[i] for i in range(p)))
+    else:
+        expectation = pt.add(*(rhos[..., i, None] * lags[i] for i in range(p)))
+    innovations = pm.logp(pm.Normal.dist(0, sigma[..., None]), value[..., p:] - expectation)
+    initial = pm.logp(init_dist, value[..., :p])
+    if init_dist.owner.op.ndim_supp != 0:
+        initial = initial[..., None]
+    return pt.concatenate([initial, innovations], axis=-1)
+
+
+def _strip_last_sum(total: Any) -> Any | None:
+    """``x`` if ``total`` is ``x.sum(axis=-1)``, else None."""
+    owner = total.owner
+    if owner is None or type(owner.op).__name__ != "Sum":
+        return None
+    inner = owner.inputs[0]
+    axis = tuple(owner.op.axis) if owner.op.axis is not None else tuple(range(inner.type.ndim))
+    return inner if axis == (inner.type.ndim - 1,) else None
+
+
+def _time_series_kind(op: Any) -> str | None:
+    from pymc.distributions.timeseries import AutoRegressiveRV, RandomWalkRV
+
+    if isinstance(op, AutoRegressiveRV):
+        return "ar"
+    if isinstance(op, RandomWalkRV):
+        return "random_walk"
+    return None
+
+
+def _clipped_logprob(base: Any) -> Any:
+    def logprob(op: Any, values: Any, *inputs: Any, **kwargs: Any) -> Any:
+        import pytensor.tensor as pt
+
+        lower, upper = getattr(op, _CLIP_ATTR)
+        (value,) = values
+        if getattr(op, "pymc_dp_per_step", False):
+            if _time_series_kind(op) == "ar":
+                steps = _autoregressive_steps(op, value, inputs)
+            else:
+                steps = _strip_last_sum(base(op, values, *inputs, **kwargs))
+            return pt.clip(steps, lower, upper).sum(axis=-1)
+        return pt.clip(base(op, values, *inputs, **kwargs), lower, upper)
+
+    return logprob
+
+
+def _rebuild_clipped(base_op: Any, lower: float, upper: float, per_step: bool) -> Any:
+    return _clipped_op(base_op, lower, upper, per_step)
+
+
+def _clipped_class(cls: type) -> type:
+    """A subclass of the op class ``cls`` whose log-probability is clipped (made once per class)."""
+    if cls in _CLIPPED_CLASSES:
+        return _CLIPPED_CLASSES[cls]
+    from pymc.logprob.abstract import _logprob
+
+    base = _logprob.dispatch(cls)
+
+    def key(self: Any) -> tuple:
+        return (getattr(self, _CLIP_ATTR), getattr(self, "pymc_dp_per_step", False))
+
+    def __eq__(self: Any, other: Any) -> bool:  # noqa: N807
+        return cls.__eq__(self, other) and type(other) is type(self) and key(self) == key(other)
+
+    def __hash__(self: Any) -> int:  # noqa: N807
+        return hash((cls.__hash__(self), key(self)))
+
+    def __reduce__(self: Any) -> tuple:  # noqa: N807 - picklable by reference, for multiprocess sampling
+        plain = copy.copy(self)
+        plain.__class__ = cls
+        for attr in (_CLIP_ATTR, "pymc_dp_per_step"):
+            plain.__dict__.pop(attr, None)
+        return (_rebuild_clipped, (plain, *key(self)[0], key(self)[1]))
+
+    sub = type(
+        f"LoglikClipped{cls.__name__}", (cls,),
+        {"__eq__": __eq__, "__hash__": __hash__, "__reduce__": __reduce__, "__module__": __name__},
+    )
+    _logprob.register(sub)(_clipped_logprob(base))
+    _CLIPPED_CLASSES[cls] = sub
+    return sub
+
+
+def _clipped_op(op: Any, lower: float, upper: float, per_step: bool) -> Any:
+    new = copy.copy(op)
+    new.__class__ = _clipped_class(type(op))
+    setattr(new, _CLIP_ATTR, (float(lower), float(upper)))
+    new.pymc_dp_per_step = bool(per_step)
+    return new
+
+
+# --------------------------------------------------------------------------- terms per record
+
+
+@dataclass(frozen=True)
+class ClipTerms:
+    """How many clipped log-likelihood terms one record of an observed variable enters, and why."""
+
+    per_record: int
+    why: str
+    #: Records enter several terms through the time structure (replace-one only).
+    dependent: bool = False
+
+
+def _support_dims(op: Any) -> int:
+    return int(getattr(op, "ndim_supp", 0) or 0)
+
+
+def _value_shape(rv: Any, model: Any) -> tuple[int, ...]:
+    value = model.rvs_to_values.get(rv) if model is not None else None
+    for source in (value, rv):
+        if source is None:
+            continue
+        static = source.type.shape
+        if None not in static:
+            return tuple(int(s) for s in static)
+        try:
+            return tuple(int(s) for s in source.shape.eval())
+        except Exception:  # noqa: BLE001 - a shape that needs inputs: try the next source
+            continue
+    raise ValueError(f"the shape of observed variable {rv.name!r} cannot be determined.")
+
+
+def _per_step(rv: Any, shape: tuple[int, ...]) -> bool:
+    op = rv.owner.op
+    return _time_series_kind(op) is not None and len(shape) == _support_dims(op)
+
+
+def clip_terms(rv: Any, model: Any = None) -> ClipTerms:
+    """The number of clipped log-likelihood terms one record of ``rv`` enters (see the module docstring)."""
+    op = rv.owner.op
+    shape = _value_shape(rv, model)
+    support = _support_dims(op)
+    batch = len(shape) - support
+    if getattr(op, "pymc_dp_per_step", False) or (loglik_clip_of(rv) is None and _per_step(rv, shape)):
+        kind = _time_series_kind(op)
+        if kind == "ar":
+            p = int(op.ar_order)
+            return ClipTerms(p + 1, f"one time step enters its own term and, as a lag, the next {p}: {p} + 1 terms", True)
+        return ClipTerms(2, "one step of a random walk enters its own increment and the next one: 2 terms", True)
+    if batch >= 1:
+        terms = int(math.prod(shape[1:batch])) if batch > 1 else 1
+        if terms == 1:
+            return ClipTerms(1, "one record is one term")
+        return ClipTerms(terms, f"one record (a row along the first axis) holds {terms} terms")
+    return ClipTerms(1, "one term holds every record (the whole variable's log-likelihood is clipped at once)")
+
+
+# --------------------------------------------------------------------------- the transform
+
+
+def _clip_bounds(lower: Any, upper: Any) -> tuple[float, float]:
+    out = [
+        check_finite_number(v, f"clip_loglik: {what}", hint=" An infinite end leaves Δ unbounded.")
+        for what, v in (("lower", lower), ("upper", upper))
+    ]
+    if out[0] >= out[1]:
+        raise ValueError(f"clip_loglik needs lower < upper, got ({out[0]:g}, {out[1]:g}).")
+    return out[0], out[1]
+
+
+def clip_loglik(model: Any = None, lower: float = -10.0, upper: float = 0.0) -> Any:
+    """A copy of ``model`` in which every record's log-likelihood terms are clipped into ``[lower, upper]``.
+
+    After clipping, one record can change the log-likelihood by at most
+    ``terms × (upper − lower)`` whatever the model (:func:`clip_terms`: one term per
+    record for most likelihoods; ``p + 1`` for a time step of an AR(p) series), so
+    :func:`pymc_dp.loglik_sensitivity` is proven for any likelihood PyMC can write —
+    including per-record parameters such as a regression mean ``X @ beta`` or a group
+    intercept ``a[idx]``, as long as row ``i`` of those inputs enters only record ``i``'s
+    terms ([WM10] §2 clamps each factor into [e^{−1}, e]: ``lower=-1, upper=1``).
+    Terms outside the interval no longer inform the posterior: choose ``lower`` below
+    the log-likelihood of typical records (a few units below its typical value), and
+    ``upper`` at or above its maximum (0 for discrete likelihoods, whose terms are ≤ 0).
+
+    Every observed variable is clipped: an unclipped one would leave the sensitivity
+    unbounded.
+
+    Parameters
+    ----------
+    model
+        The ``pm.Model`` (default: the enclosing ``with`` block's). Not modified.
+    lower, upper
+        The clipping interval of one log-likelihood term (finite, lower < upper).
+
+    Returns
+    -------
+    pymc.Model
+        The clipped copy; the observed variables keep their names, dims and data.
+    """
+    import pymc as pm
+    from pymc.model.fgraph import ModelObservedRV
+    from pytensor.graph.basic import Apply
+
+    model = pm.modelcontext(model)
+    lo, hi = _clip_bounds(lower, upper)
+    if not model.observed_RVs:
+        raise ValueError("the model has no observed variables: there is no log-likelihood to clip.")
+    already = [rv.name for rv in model.observed_RVs if loglik_clip_of(rv) is not None]
+    if already:
+        raise ValueError(f"observed variable(s) {already} are already clipped; clip the original model once.")
+    per_step = {rv.name: _per_step(rv, _value_shape(rv, model)) for rv in model.observed_RVs}
+    try:
+        fg, initvals = fgraph_of_model(model)
+    except NotImplementedError as err:
+        raise ValueError(f"this model cannot be copied for clipping ({err}).") from None
+    for node in [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]:
+        parts = model_var_parts(node)
+        owner = parts.var.owner
+        op = _clipped_op(owner.op, lo, hi, per_step.get(parts.name, False))
+        clipped = Apply(op, list(owner.inputs), [out.type() for out in owner.outputs])
+        new_rv = clipped.outputs[owner.outputs.index(parts.var)]
+        new_rv.name = parts.var.name
+        observed = model_var("observed", new_rv, parts.name, value=parts.value, dims=parts.dims)
+        fg.replace(node.outputs[0], observed, import_missing=True)
+    return model_of_fgraph(fg, initvals)
