@@ -137,8 +137,10 @@ def test_data_outside_the_observed_variables_is_refused():
     with pm.Model() as regression:
         beta = pm.Uniform("beta", -1, 1)
         pm.Normal("y", beta * x, 1.0, observed=np.zeros(20))
-    with pytest.raises(ValueError, match=r"parameters of the observed variable 'y' depend.*Per-record parameters"):
+    with pytest.raises(ValueError, match=r"observed variable 'y' vary by record.*loglik_clip=\(lower, upper\)"):
         pmdp.loglik_sensitivity(regression, bounds={"y": {"x": (-1, 1)}})
+    # The covariate is part of each record: under a clip, Δ is the clip's width.
+    assert pmdp.loglik_sensitivity(pmdp.clip_loglik(regression, -5, 1)).total == 6
     with pm.Model() as potential:
         p = pm.Uniform("p", 0.1, 0.9)
         pm.Bernoulli("y", p, observed=np.zeros(20))

@@ -261,9 +261,11 @@ def rv_op_name(dist: Any) -> str:
     """Name of the op that created a PyMC random variable (``"normal"``, ``"bernoulli"``, ...)."""
     owner = getattr(dist, "owner", None)
     op = getattr(owner, "op", None)
-    name = getattr(op, "name", None)
-    if name is None:
+    if op is None:
         raise ValueError(f"expected a PyMC distribution such as pm.Bernoulli.dist(p=p), got {dist!r}.")
+    name = getattr(op, "name", None) or type(op).__name__.removesuffix("RV")
+    if getattr(op, "pymc_dp_loglik_clip", None) is not None:  # a clipped log-density is not the family's
+        return f"clipped {name}"
     return str(name)
 
 

@@ -40,6 +40,7 @@ from ..families import family_of_dist
 from ..families._params import per_record_parameters
 from ._graph import ancestors, data_leaves, describe_leaf, dim_lengths, only_constants
 from .loglik_clip import clip_terms, loglik_clip_of
+from .records import RecordLocalityError, check_record_local, per_record_leaves
 from .truncation import is_simplex_floor
 
 __all__ = ["loglik_sensitivity", "LoglikSensitivity", "parameter_range"]
@@ -337,8 +338,9 @@ def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
         places.append((f"the prior of {rv.name!r}", list(rv.owner.inputs), counts))
     for pot in model.potentials:
         places.append((f"the Potential {pot.name!r}", [pot], counts))
-    for rv in observed:
-        places.append((f"the parameters of the observed variable {rv.name!r}", list(rv.owner.inputs), counts))
+    for rv, count in zip(model.observed_RVs, counts):
+        if rv in observed:
+            places.append((f"the parameters of the observed variable {rv.name!r}", list(rv.owner.inputs), [count]))
     for where, graphs, record_counts in places:
         hits = [v for v in ancestors(graphs, blockers=free) if v in observed_set]
         if hits:
@@ -351,18 +353,50 @@ def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
             graphs, blockers=free, record_counts=record_counts, public=dim_lengths(model),
             records=records if where.startswith("the prior") else None,
         )
-        if leaves:
-            per_record = where.startswith("the parameters")
+        if leaves and where.startswith("the parameters"):
+            rv = next(r for r in observed if where.endswith(f"{r.name!r}"))
+            _check_per_record_parameters(rv, model, leaves, record_counts[0])
+        elif leaves:
             raise ValueError(
-                f"{where} depend(s) on data ({', '.join(describe_leaf(v) for v in leaves)}). "
-                + (
-                    "Per-record parameters (e.g. a regression mean X @ beta) are not supported by tempered posteriors "
-                    "yet: the sensitivity is proven for parameters shared by all records."
-                    if per_record
-                    else "Only the observed variables may touch the records; make those inputs public constants "
-                    "(an array as long as the records is taken to be records). Nothing was spent."
-                )
+                f"{where} depend(s) on data ({', '.join(describe_leaf(v) for v in leaves)}). Only the observed "
+                "variables' likelihoods may read the records (with the per-record arrays aligned with them); make "
+                "those inputs public constants (an array as long as the records is taken to be records). Nothing "
+                "was spent."
             )
+
+
+def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], records: int) -> None:
+    """Allow per-record arrays in ``rv``'s parameters only as part of its records, under a log-likelihood clip."""
+    aligned, other = per_record_leaves(leaves, records)
+    names = ", ".join(describe_leaf(v) for v in leaves)
+    if other:
+        raise ValueError(
+            f"the parameters of the observed variable {rv.name!r} depend on data that is not one row per record "
+            f"({', '.join(describe_leaf(v) for v in other)}; {rv.name!r} has {records} records): an aggregate over "
+            "records, or records sliced or transposed, reaches every record's term and no per-record sensitivity "
+            "holds. Pass per-record inputs with one row per record (first axis of length N). Nothing was spent."
+        )
+    if loglik_clip_of(rv) is None:
+        raise ValueError(
+            f"the parameters of the observed variable {rv.name!r} vary by record through {names} (part of each "
+            "record, like a regression's covariates or a group index): a tempered posterior proves its sensitivity "
+            "for such a likelihood only with a log-likelihood clip. Declare loglik_clip=(lower, upper) "
+            "(method='ops' or 'gibbs'; pmdp.clip_loglik), or use method='saa', which needs no analysis of the model. "
+            "Nothing was spent."
+        )
+    op = rv.owner.op
+    try:
+        params = list(op.dist_params(rv.owner))
+    except (AttributeError, TypeError, ValueError):
+        params = [i for i in rv.owner.inputs if hasattr(i.type, "ndim")]
+    named = {(p.name or f"#{i + 1}"): p for i, p in enumerate(params)}
+    try:
+        check_record_local(rv, model, named, aligned)
+    except RecordLocalityError as err:
+        raise ValueError(
+            f"{err}. Each record's covariates, group index or per-record parameters must enter only its own "
+            "log-likelihood terms for the clip to bound one record's influence. Nothing was spent."
+        ) from None
 
 
 def _variable_sensitivity(

@@ -196,7 +196,9 @@ def truncate(model: Any = None, truncation: Mapping[str, Any] | None = None) -> 
                 )
             lower, upper = _interval(spec, name)
             try:
-                truncated = pm.Truncated.dist(rv, lower=lower, upper=upper)
+                static = rv.type.shape
+                shape = tuple(int(n) for n in static) if None not in static else tuple(rv.shape)
+                truncated = pm.Truncated.dist(rv, lower=lower, upper=upper, shape=shape or None)
             except (NotImplementedError, ValueError, TypeError) as err:
                 raise ValueError(f"cannot truncate {name!r} ({rv.owner.op.name}): {err}") from None
             from pymc.distributions.transforms import _default_transform

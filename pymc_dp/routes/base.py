@@ -36,7 +36,7 @@ from ..trace import imputed_variables, release
 
 __all__ = [
     "RoutePlan", "Ran", "execute", "check_request", "check_initvals", "SEEDED_SAMPLER", "sampler_noise_source",
-    "resolve_chains",
+    "resolve_chains", "apply_loglik_clip",
 ]
 
 #: The assumption an MCMC route's entries carry when ``random_seed`` fixed the sampler's randomness.
@@ -327,6 +327,21 @@ def sampler_noise_source(keywords: Mapping[str, Any]) -> tuple[str, tuple[str, .
         stacklevel=4,
     )
     return "seeded", (SEEDED_SAMPLER,)
+
+
+def apply_loglik_clip(model: Any, loglik_clip: Any) -> Any:
+    """``model`` with its log-likelihood terms clipped to the declared ``(lower, upper)`` (unchanged for None)."""
+    if loglik_clip is None:
+        return model
+    from ..model import clip_loglik
+
+    if isinstance(loglik_clip, (str, bytes, Mapping)):
+        raise ValueError(f"loglik_clip must be a (lower, upper) pair of numbers, got {loglik_clip!r}.")
+    try:
+        lower, upper = loglik_clip
+    except (TypeError, ValueError):
+        raise ValueError(f"loglik_clip must be a (lower, upper) pair of numbers, got {loglik_clip!r}.") from None
+    return clip_loglik(model, lower, upper)
 
 
 def resolve_chains(pm_sample_kwargs: Mapping[str, Any]) -> int:

@@ -50,7 +50,7 @@ from ..step_methods._graph import children
 from ..step_methods._updates import ConjugateUpdate, is_per_record_latent
 from .. import _compat
 from ..trace import check_release_plan
-from .base import Ran, RoutePlan, check_initvals, check_step_model, resolve_chains, sampler_noise_source
+from .base import Ran, RoutePlan, apply_loglik_clip, check_initvals, check_step_model, resolve_chains, sampler_noise_source
 from .options import Gibbs
 
 __all__ = [
@@ -477,6 +477,7 @@ def plan_gibbs_run(
     kwargs.pop("discard_tuned_samples", None)
     ledger = resolve_ledger(ledger, neighbouring)
     working = truncate(model, options.truncate) if options.truncate is not None else model
+    working = apply_loglik_clip(working, options.loglik_clip)
     report = loglik_sensitivity(working, bounds=options.bounds, neighbouring=ledger.neighbouring)
     working, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})
     chains = resolve_chains(kwargs)

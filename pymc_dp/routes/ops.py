@@ -41,11 +41,11 @@ import numpy as np
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..accounting.validation import check_epsilon
 from ..families.privatize import PUBLIC_N
-from ..model import LoglikSensitivity, clip_loglik, loglik_sensitivity, temper, truncate
+from ..model import LoglikSensitivity, loglik_sensitivity, temper, truncate
 from ..model.tempering import clip_records
 from .. import _compat
 from ..trace import check_release_plan
-from .base import Ran, RoutePlan, check_initvals, check_step_model, resolve_chains, sampler_noise_source
+from .base import Ran, RoutePlan, apply_loglik_clip, check_initvals, check_step_model, resolve_chains, sampler_noise_source
 from .options import OPS
 
 __all__ = ["plan_ops_run", "OPSRun", "plan_ops", "OPSPlan", "CONVERGENCE_ASSUMPTION", "MECHANISM"]
@@ -223,12 +223,7 @@ def plan_ops_run(
     working = model
     if options.truncate is not None:
         working = truncate(working, options.truncate)
-    if options.loglik_clip is not None:
-        try:
-            lower, upper = options.loglik_clip
-        except (TypeError, ValueError):
-            raise ValueError(f"loglik_clip must be a (lower, upper) pair, got {options.loglik_clip!r}.") from None
-        working = clip_loglik(working, lower, upper)
+    working = apply_loglik_clip(working, options.loglik_clip)
     chains = resolve_chains(pm_kwargs)
     plan = plan_ops(
         working, epsilon, draws=draws, samples=options.samples, chains=chains, bounds=options.bounds,

@@ -90,6 +90,10 @@ class Gibbs(RouteOptions):
         Data bounds per observed variable (records outside are clipped).
     truncate
         As for :class:`OPS`.
+    loglik_clip
+        ``(lower, upper)``: clip every record's log-likelihood terms
+        (:func:`pymc_dp.clip_loglik`), as for :class:`OPS`; the variables whose
+        conditional reads the clipped likelihood get :class:`~pymc_dp.PrivateMetropolis`.
     temperature
         T ≥ 1 of every private step, instead of ``epsilon``.
     acceptance
@@ -102,6 +106,7 @@ class Gibbs(RouteOptions):
     method: ClassVar[str] = "gibbs"
     bounds: Mapping[str, Any] | None = None
     truncate: Mapping[str, Any] | None = None
+    loglik_clip: Sequence[float] | None = None
     temperature: float | None = None
     acceptance: str = "barker"
     delta: float = 0.0

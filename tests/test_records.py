@@ -1,0 +1,129 @@
+"""One meaning of a record: per-record inputs under a log-likelihood clip, and clipping any likelihood."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+import pymc_dp as pmdp
+from pymc_dp.model.loglik_clip import clip_terms
+
+RNG = np.random.default_rng(3)
+X = RNG.normal(size=(50, 2))
+Y = RNG.normal(size=50)
+IDX = RNG.integers(0, 3, 50)
+
+
+def _regression(mean):
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=3)
+        pm.Normal("y", mean(b), 1.0, observed=Y)
+    return model
+
+
+ROW_LOCAL = {
+    "X @ beta": lambda b: pt.as_tensor(X) @ b[:2],
+    "a column": lambda b: pt.as_tensor(X)[:, 0] * b[0] + pt.as_tensor(X)[:, 1] * b[1],
+    "a sum over covariates": lambda b: (pt.as_tensor(X) * b[:2]).sum(axis=1),
+    "a group index": lambda b: b[pt.as_tensor(IDX)],
+    "a switch on time": lambda b: pt.switch(b[0] >= pt.as_tensor(np.arange(50.0)), b[1], b[2]),
+}
+CROSS_RECORD = {
+    "centred symbolically": (lambda b: (pt.as_tensor(X) - pt.as_tensor(X).mean(0)) @ b[:2], "reduction over the records"),
+    "sorted": (lambda b: pt.sort(pt.as_tensor(X[:, 0])) * b[0], "SortOp"),
+    "a slice of the records": (lambda b: pt.as_tensor(X)[1:, 0].sum() * b[0] + pt.zeros(50), "slice"),
+    "records indexed by records": (lambda b: pt.as_tensor(X[:, 0])[pt.as_tensor(IDX)] * b[0], "indexed by another"),
+    "a product of two records' columns": (
+        lambda b: pt.as_tensor(X[:, 0]) @ pt.as_tensor(X[:, 1]) * b[0] + pt.zeros(50), "product"
+    ),
+    "a transposed design": (lambda b: pt.dot(b[:2], pt.as_tensor(X.T)), "not one row per record"),
+}
+
+
+@pytest.mark.parametrize("name", ROW_LOCAL)
+def test_per_record_inputs_are_part_of_the_record_under_a_clip(name):
+    model = _regression(ROW_LOCAL[name])
+    with pytest.raises(ValueError, match="vary by record.*loglik_clip"):
+        pmdp.loglik_sensitivity(model)
+    assert pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -8, 1)).total == 9
+
+
+@pytest.mark.parametrize("name", CROSS_RECORD)
+def test_inputs_reaching_other_records_terms_are_refused_even_under_a_clip(name):
+    mean, why = CROSS_RECORD[name]
+    with pytest.raises(ValueError, match=why):
+        pmdp.loglik_sensitivity(pmdp.clip_loglik(_regression(mean), -8, 1))
+
+
+def test_per_record_data_in_a_prior_is_still_refused():
+    with pm.Model() as model:
+        m = pm.Normal("m", pt.as_tensor(Y).mean(), 1)
+        pm.Normal("y", m, 1.0, observed=Y)
+    with pytest.raises(ValueError, match="prior of 'm' depend"):
+        pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -8, 1))
+
+
+def _terms(build):
+    with pm.Model() as model:
+        build()
+    clipped = pmdp.clip_loglik(model, -3.0, 0.5)
+    return clipped, clip_terms(clipped.observed_RVs[0], clipped)
+
+
+def test_clip_loglik_serves_mixtures_censored_custom_and_time_series_with_their_term_counts():
+    walk = np.cumsum(Y)
+    cases = {
+        "mixture": (lambda: pm.NormalMixture("y", w=pm.Dirichlet("w", np.ones(2)), mu=np.array([-1.0, 1.0]), sigma=1.0,
+                                              observed=Y), 1),
+        "censored": (lambda: pm.Censored("y", pm.Normal.dist(pm.Normal("m"), 1), lower=-1, upper=1,
+                                         observed=np.clip(Y, -1, 1)), 1),
+        "custom": (lambda: pm.CustomDist("y", pm.Normal("m"), logp=lambda v, m: -0.5 * (v - m) ** 2, observed=Y), 1),
+        "two columns": (lambda: pm.Normal("y", pm.Normal("m"), 1, observed=Y.reshape(25, 2)), 2),
+        "multinomial rows": (lambda: pm.Multinomial("y", n=5, p=pm.Dirichlet("p", np.ones(3)),
+                                                    observed=RNG.multinomial(5, [0.2, 0.3, 0.5], size=10)), 1),
+        "AR(2)": (lambda: pm.AR("y", rho=pm.Normal("r", 0, 0.3, shape=2), sigma=1.0, init_dist=pm.Normal.dist(0, 5),
+                                constant=False, observed=walk), 3),
+        "random walk": (lambda: pm.GaussianRandomWalk("y", sigma=pm.HalfNormal("s"), init_dist=pm.Normal.dist(0, 5),
+                                                      observed=walk), 2),
+    }
+    for name, (build, terms) in cases.items():
+        clipped, counted = _terms(build)
+        assert counted.per_record == terms, name
+        assert pmdp.loglik_sensitivity(clipped).total == pytest.approx(terms * 3.5), name
+
+
+def test_time_series_are_clipped_step_by_step():
+    """Per step: the clipped log-density equals the sum of the clipped per-step terms, computed by hand."""
+    walk = np.cumsum(Y)
+    with pm.Model() as model:
+        pm.AR("y", rho=[0.5], sigma=1.0, init_dist=pm.Normal.dist(0, 5), constant=False, observed=walk)
+    clipped = pmdp.clip_loglik(model, -3.0, 0.5)
+    got = float(clipped.compile_logp()({}))
+    from scipy import stats
+
+    steps = np.r_[stats.norm(0, 5).logpdf(walk[0]), stats.norm(0.5 * walk[:-1], 1).logpdf(walk[1:])]
+    assert got == pytest.approx(np.clip(steps, -3.0, 0.5).sum(), rel=1e-9)
+    with pytest.raises(ValueError, match="only neighbouring='replace'"):
+        pmdp.loglik_sensitivity(clipped, neighbouring="add_remove")
+
+
+def test_a_clipped_likelihood_is_never_taken_for_its_family():
+    """A conjugate update or a Laplace-route family would ignore the clip: the clipped op is not a family's."""
+    from pymc_dp.families import family_of_dist
+
+    with pm.Model() as model:
+        pm.Normal("y", pm.Normal("m"), 1.0, observed=Y)
+    clipped = pmdp.clip_loglik(model, -3.0, 0.5)
+    with pytest.raises(ValueError, match="clipped normal"):
+        family_of_dist(clipped.observed_RVs[0])
+
+
+def test_models_with_initval_can_be_clipped_truncated_and_tempered():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5, shape=2, initval=[-1.0, 1.0])
+        pm.Normal("y", mu[0], 1.0, observed=Y)
+    for copy in (pmdp.clip_loglik(model, -8, 1), pmdp.truncate(model, {"mu": (-3, 3)}), pmdp.temper(model, 2.0)):
+        np.testing.assert_allclose(copy.rvs_to_initial_values[copy["mu"]], [-1.0, 1.0])
+    np.testing.assert_allclose(model.rvs_to_initial_values[model["mu"]], [-1.0, 1.0])
