@@ -224,7 +224,7 @@ def test_ops_budget_is_checked_before_sampling(monkeypatch):
     ledger = PrivacyLedger(budget=Budget(epsilon=1.5))
     with beta_bernoulli():
         with pytest.raises(BudgetExceededError):
-            pmdp.sample(100, epsilon=1.0, method="ops", truncate=TRUNCATE, chains=2, ledger=ledger, **QUIET)
+            pmdp.sample(100, epsilon=2.0, method="ops", truncate=TRUNCATE, chains=2, ledger=ledger, **QUIET)
     assert len(ledger) == 0
 
 

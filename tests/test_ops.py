@@ -177,10 +177,10 @@ def test_joint_tempering_matches_fgwc16_eq14():
 OPS = dict(method="ops", tune=300, cores=1, progressbar=False, compute_convergence_checks=False)
 
 
-def test_ops_releases_one_draw_per_chain_charged_epsilon(tmp_path):
+def test_ops_shares_the_total_epsilon_among_the_released_draws(tmp_path):
     ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=3.0))
     with beta_bernoulli():
-        idata = pmdp.sample(200, epsilon=1.0, truncate={"p": (A0, 1 - A0)}, ledger=ledger, chains=2,
+        idata = pmdp.sample(200, epsilon=2.0, truncate={"p": (A0, 1 - A0)}, ledger=ledger, chains=2,
                             random_seed=1, **OPS)
     assert set(_compat.group_names(idata)) == {"posterior", "privacy"}  # no data, no log-likelihood, no sampler statistics
     assert idata.posterior.sizes == {"chain": 2, "draw": 1}
@@ -192,6 +192,7 @@ def test_ops_releases_one_draw_per_chain_charged_epsilon(tmp_path):
     assert entry.assumptions[0].startswith("assumes convergence")
     assert entry.details["temperature"] == pytest.approx(2 * math.log(4))
     assert entry.details["sensitivity"] == pytest.approx(math.log(4))
+    assert entry.details["epsilon_total_requested"] == 2.0
     assert ledger.total().epsilon == pytest.approx(2.0)
     path = tmp_path / "ops.nc"
     idata.to_netcdf(path)
@@ -202,7 +203,7 @@ def test_ops_releases_one_draw_per_chain_charged_epsilon(tmp_path):
 def test_ops_with_several_samples_and_a_budget_that_refuses_before_sampling(monkeypatch):
     ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=5.0))
     with beta_bernoulli():
-        idata = pmdp.sample(300, epsilon=0.5, truncate={"p": (A0, 1 - A0)}, samples=3, chains=2, ledger=ledger,
+        idata = pmdp.sample(300, epsilon=3.0, truncate={"p": (A0, 1 - A0)}, samples=3, chains=2, ledger=ledger,
                             random_seed=2, **OPS)
     assert idata.posterior.sizes["draw"] == 3
     assert list(idata.posterior["draw"].values) == [99, 199, 299]
@@ -215,7 +216,7 @@ def test_ops_with_several_samples_and_a_budget_that_refuses_before_sampling(monk
     monkeypatch.setattr(pm, "sample", must_not_run)
     with beta_bernoulli():
         with pytest.raises(pmdp.BudgetExceededError, match=r"6 posterior sample\(s\) \(method='ops'\)"):
-            pmdp.sample(300, epsilon=0.5, truncate={"p": (A0, 1 - A0)}, samples=3, chains=2, ledger=ledger, **OPS)
+            pmdp.sample(300, epsilon=3.0, truncate={"p": (A0, 1 - A0)}, samples=3, chains=2, ledger=ledger, **OPS)
     assert ledger.total().epsilon == pytest.approx(3.0)  # nothing recorded
 
 

@@ -8,7 +8,7 @@ ran → release through the one whitelist. Routes (``method=``):
   observed records' sufficient statistics are privatised once; every draw after that
   is free post-processing.
 * ``"ops"`` (:mod:`pymc_dp.routes.ops`, options :class:`OPS`): a tempered posterior,
-  one released draw per chain, each charged ε, valid for exact samples ("assumes
+  one released draw per chain, sharing ε, valid for exact samples ("assumes
   convergence").
 * ``"gibbs"`` (:mod:`pymc_dp.routes.gibbs`, options :class:`Gibbs`): private step
   methods, every update charged as it runs; the whole chain is released, no
@@ -56,8 +56,9 @@ def sample(
     epsilon
         ``"laplace"``: the total ε privatising the observed variables (the privacy
         flag; leave it out for a model built on :func:`pymc_dp.observe_stats`).
-        ``"ops"``: ε per released posterior sample. ``"gibbs"``: the whole run's
-        budget (T is chosen to spend it).
+        ``"ops"``: the total, shared evenly by the ``chains × samples`` released
+        posterior draws. ``"gibbs"``: the whole run's budget (T is chosen to spend it).
+        On every route ``epsilon`` is what the call costs in total.
     method
         ``"laplace"`` (default), ``"ops"`` or ``"gibbs"``, or a route object
         (:class:`Laplace`, :class:`OPS`, :class:`Gibbs`) carrying its options.

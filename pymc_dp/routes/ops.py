@@ -6,10 +6,11 @@ record's log-likelihood (:func:`pymc_dp.loglik_sensitivity`). The route
 
 1. applies the declared truncation and log-likelihood clip (new models; the user's
    model is untouched) and proves Δ, or refuses saying what to declare;
-2. sets ``T = max(1, 2Δ/ε)``: each released draw costs ``2Δ/T`` (ε, or less when
-   ε ≥ 2Δ and T is capped at 1);
-3. checks the whole cost — ``chains × samples`` draws — against the ledger's budget
-   before anything runs;
+2. shares ``epsilon`` — the total of the call, as on every route — evenly among the
+   ``chains × samples`` released draws: each gets ε = epsilon / (chains × samples),
+   and ``T = max(1, 2Δ/ε)`` (a draw costs ``2Δ/T``: ε, or less when ε ≥ 2Δ and T is
+   capped at 1);
+3. checks the whole cost against the ledger's budget before anything runs;
 4. clips the records into their declared bounds and samples the tempered model with
    any PyMC sampler;
 5. releases ``samples`` draws per chain (by default the last one) and records the
@@ -148,6 +149,12 @@ def _draw_indices(draws: int, samples: int) -> tuple[int, ...]:
     return tuple(int(draws - 1 - step * j) for j in reversed(range(samples)))
 
 
+def _count(samples: Any) -> int:
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"samples must be a positive integer (draws released per chain), got {samples!r}.")
+    return int(samples)
+
+
 def plan_ops(
     model: Any,
     epsilon: float,
@@ -214,7 +221,8 @@ def plan_ops_run(
     """Validate ``pmdp.sample(method="ops")`` completely and price it (see :func:`pymc_dp.sample`)."""
     if epsilon is None:
         raise ValueError(
-            "method='ops' needs epsilon=: the ε each released posterior sample costs (T = max(1, 2Δ/ε))."
+            "method='ops' needs epsilon=: the total ε of the call, shared evenly by the chains × samples released "
+            "posterior draws (each draw's ε sets T = max(1, 2Δ/ε))."
         )
     if not model.observed_RVs:
         raise ValueError("method='ops' needs a model with observed records; this one has none.")
@@ -225,12 +233,15 @@ def plan_ops_run(
         working = truncate(working, options.truncate)
     working = apply_loglik_clip(working, options.loglik_clip)
     chains = resolve_chains(pm_kwargs)
+    total = check_epsilon(epsilon)
+    released = chains * _count(options.samples)
     plan = plan_ops(
-        working, epsilon, draws=draws, samples=options.samples, chains=chains, bounds=options.bounds,
+        working, total / released, draws=draws, samples=options.samples, chains=chains, bounds=options.bounds,
         part=options.tempered, neighbouring=ledger.neighbouring,
     )
     source, seeded = sampler_noise_source(pm_kwargs)
-    entry = replace(plan.entry(ledger.neighbouring), noise_source=source)
+    entry = plan.entry(ledger.neighbouring)
+    entry = replace(entry, noise_source=source, details={**entry.details, "epsilon_total_requested": total})
     entry = replace(entry, assumptions=(*entry.assumptions, *seeded)) if seeded else entry
     report = plan.sensitivity
     clipped_model, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})

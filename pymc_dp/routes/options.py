@@ -67,7 +67,8 @@ class OPS(RouteOptions):
         ``(lower, upper)``: clip every record's log-likelihood term
         (:func:`pymc_dp.clip_loglik`); Δ = upper − lower per observed variable.
     samples
-        Draws released per chain (default 1), ending at its last draw; each costs ε.
+        Draws released per chain (default 1), ending at its last draw; the
+        ``chains × samples`` draws share ``epsilon`` evenly.
     tempered
         ``"likelihood"`` (default) or ``"joint"`` ([FGWC16] eq. 14).
     """
