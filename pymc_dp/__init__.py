@@ -32,7 +32,7 @@ from .model import (
     temper,
     truncate,
 )
-from .routes import OPS, Gibbs, Laplace, sample
+from .routes import OPS, SAA, Gibbs, Laplace, sample
 from .step_methods import PrivateGibbs, PrivateMetropolis
 from .trace import attach_ledger, concat, ledger, plot_ledger, release
 
@@ -46,6 +46,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "Budget",
     "Gibbs",
+    "SAA",
     "Laplace",
     "OPS",
     "BudgetExceededError",

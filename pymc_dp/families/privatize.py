@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..accounting import PrivacyLedger
-from ..accounting.validation import check_epsilon, check_neighbouring, check_noise_scale
+from ..accounting.validation import RecordValueError, check_epsilon, check_neighbouring, check_noise_scale
 from ..mechanisms import laplace_mechanism
 from ._arrays import as_array, compute, n_records
 from .base import Family
@@ -159,7 +159,7 @@ def prepare_statistics(
     total = fam.record_statistics(clipped, neighbouring).sum(axis=0)
     n_invalid, n_outside, exact = compute(invalid.sum(), outside.sum(), total)
     if int(n_invalid):
-        raise ValueError(
+        raise RecordValueError(
             f"{name}: {int(n_invalid)} record(s) are NaN or outside the support of the {fam.name} family; "
             "fix or drop them before privatising (nothing was spent)."
         )

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
-from ..accounting.validation import check_epsilon
+from ..accounting.validation import RecordValueError, check_epsilon
 from .loglik_clip import clip_loglik, loglik_clip_of
 
 __all__ = ["temper", "clip_loglik", "loglik_clip_of", "clip_records", "records_outside_bounds", "TEMPERING_POTENTIAL"]
@@ -102,7 +102,7 @@ def _clipped_values(model: Any, families: Mapping[str, tuple[Any, Mapping[str, A
         flat = records.reshape(records.shape[0], -1) if records.ndim > 1 else records
         bad = np.asarray(family.invalid(flat))
         if bad.any():
-            raise ValueError(
+            raise RecordValueError(
                 f"observed variable {rv.name!r}: {int(bad.sum())} record(s) lie outside the support of the "
                 f"{family.name} likelihood (NaN, infinite, or impossible values); fix or drop them first."
             )

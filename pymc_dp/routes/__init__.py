@@ -24,15 +24,16 @@ from .base import Ran, RoutePlan, check_request, execute
 from .gibbs import GibbsPlan, GibbsRun, plan_gibbs, plan_gibbs_run
 from .laplace import LaplacePlan, plan_laplace
 from .ops import OPSPlan, OPSRun, plan_ops, plan_ops_run
-from .options import OPS, Gibbs, Laplace, RouteOptions, options_for
+from .options import OPS, SAA, Gibbs, Laplace, RouteOptions, options_for
+from .saa import SAARun, plan_saa
 
 __all__ = [
-    "sample", "METHODS", "Laplace", "OPS", "Gibbs", "RouteOptions", "RoutePlan", "Ran", "execute",
+    "sample", "METHODS", "Laplace", "OPS", "Gibbs", "SAA", "SAARun", "plan_saa", "RouteOptions", "RoutePlan", "Ran", "execute",
     "OPSPlan", "plan_ops", "GibbsPlan", "plan_gibbs", "LaplacePlan", "OPSRun", "GibbsRun",
 ]
 
 #: The planner of each route, by method name.
-PLANNERS = {"laplace": plan_laplace, "ops": plan_ops_run, "gibbs": plan_gibbs_run}
+PLANNERS = {"laplace": plan_laplace, "ops": plan_ops_run, "gibbs": plan_gibbs_run, "saa": plan_saa}
 #: The privacy routes ``sample`` implements.
 METHODS = tuple(PLANNERS)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Mapping, Sequence
 
-__all__ = ["Laplace", "OPS", "Gibbs", "RouteOptions", "ROUTE_OPTIONS", "options_for"]
+__all__ = ["Laplace", "OPS", "Gibbs", "SAA", "RouteOptions", "ROUTE_OPTIONS", "options_for"]
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,38 @@ class Gibbs(RouteOptions):
     delta: float = 0.0
 
 
+@dataclass(frozen=True)
+class SAA(RouteOptions):
+    """``method="saa"``: subsample and aggregate — any model as written, charged once.
+
+    Parameters
+    ----------
+    ranges
+        ``{parameter: (lower, upper)}`` for every released parameter (scalars or
+        arrays broadcast to its shape): each block's estimate is clipped into it, and
+        the aggregate's sensitivity is ``Σ (upper − lower) / blocks``. Required.
+    blocks
+        Number of disjoint blocks k (default ``round(√N)``, at most N/10, at least 2).
+    spread
+        Also release the blocks' spread (half of ε), so the released draws carry an
+        error bar (default True); False spends all of ε on the mean.
+    partition
+        ``"auto"`` (default: contiguous blocks for a time-series likelihood, random
+        otherwise), ``"random"`` or ``"contiguous"``.
+    noise_rng
+        ``None`` for secure noise (default); a seed or Generator for seeded noise.
+    """
+
+    method: ClassVar[str] = "saa"
+    ranges: Mapping[str, Any] | None = None
+    blocks: int | None = None
+    spread: bool = True
+    partition: str = "auto"
+    noise_rng: Any = None
+
+
 #: The option class of each route, by method name.
-ROUTE_OPTIONS: dict[str, type[RouteOptions]] = {cls.method: cls for cls in (Laplace, OPS, Gibbs)}
+ROUTE_OPTIONS: dict[str, type[RouteOptions]] = {cls.method: cls for cls in (Laplace, OPS, Gibbs, SAA)}
 
 
 def _owners(key: str) -> list[str]:
@@ -135,7 +165,7 @@ def options_for(method: Any, keywords: dict[str, Any]) -> RouteOptions:
     else:
         raise ValueError(
             f"method must be one of {tuple(ROUTE_OPTIONS)} or a route object (pmdp.Laplace(), pmdp.OPS(), "
-            f"pmdp.Gibbs()), got {method!r}."
+            f"pmdp.Gibbs(), pmdp.SAA()), got {method!r}."
         )
     own = {f.name for f in fields(options)}
     given = {k: keywords.pop(k) for k in list(keywords) if k in own}

@@ -1,0 +1,381 @@
+"""The subsample-and-aggregate route of ``pmdp.sample``: any model as written, charged once.
+
+Subsample and aggregate (Nissim, Raskhodnikova & Smith 2007; Dwork & Roth §7.1;
+slides 004) needs no analysis of the model at all:
+
+1. **split** the records into ``k`` disjoint blocks (a record is the row of the
+   observed variables together with every per-record array aligned with it:
+   covariates, group indices, per-record parameters; blocks are drawn at random,
+   or contiguous for a time series);
+2. **fit** the model, as written, to each block with plain ``pm.sample`` and take each
+   parameter's posterior mean: k estimates, each a function of its own block only;
+3. **clip** every estimate into the parameter's declared range ``[lo, hi]``
+   (``ranges=``; never read from the data);
+4. **aggregate** privately: the mean of the k clipped estimates plus Laplace noise.
+   Replacing one record changes one block, so one estimate, so the mean moves by at
+   most ``(hi − lo)/k`` per coordinate: L1 sensitivity ``Σ (hi − lo)/k``, charged
+   **once** by parallel composition (each block is a disjoint part of the data).
+
+Why a noisy mean and not a private median: the mean's sensitivity falls as 1/k and
+its noise is unbiased and Laplace with a known scale, so the released uncertainty
+can include it exactly; a median would be more robust to a bad block but its
+exponential-mechanism noise depends on the spread of the estimates and has no
+closed form to propagate.
+
+**Uncertainty.** With ``spread=True`` (default) half of ε releases the blocks'
+second moment as well, so the between-block standard deviation s is known
+privately; ``s/√k`` estimates the standard error of the aggregate (the blocks are
+k independent fits on N/k records each, so for a regular model their spread is
+about √k times the full-data posterior's). The released trace holds draws from a
+normal approximation ``N(mean, s²/k + 2b²)`` (b: the Laplace scale of the mean):
+post-processing of the two released numbers, costing nothing more. This is an
+approximation, and the ledger says so: it is a point estimate with an honest error
+bar, not a posterior — skew, multimodality and correlations between parameters are
+not represented (each coordinate is approximated independently).
+
+Variables whose shape depends on the records (per-record latents) cannot be
+aggregated and are not released. Only replace-one neighbouring is supported (N is
+public; adding a record would move the block boundaries).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from .. import _compat
+from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
+from ..accounting.validation import check_epsilon, check_finite_number
+from ..families.privatize import PUBLIC_N
+from ..mechanisms.laplace import laplace_mechanism
+from ..model._graph import data_leaves, describe_leaf, dim_lengths
+from .base import Ran, RoutePlan
+from .options import SAA
+
+__all__ = ["plan_saa", "SAARun", "block_model", "MECHANISM", "NORMAL_APPROXIMATION"]
+
+#: The ledger mechanism name of the aggregate.
+MECHANISM = "subsample_and_aggregate"
+#: The assumption of the released normal approximation.
+NORMAL_APPROXIMATION = (
+    "the released draws are a normal approximation built from the private block mean and spread (post-processing): "
+    "N(mean, s²/k + noise variance) per coordinate, independent across coordinates; it assumes the k block estimates "
+    "are roughly normal and that their spread reflects the full-data uncertainty (regular models, N/k records a block)"
+)
+_SAMPLE_KEYS = ("tune", "chains", "cores", "target_accept", "init", "nuts_sampler", "progressbar", "initvals")
+
+
+# --------------------------------------------------------------------------- blocks of records
+
+
+def _record_count(model: Any) -> int:
+    from ..model.privatize_model import _observed_records
+
+    counts = {int(np.shape(_observed_records(model, rv))[0]) for rv in model.observed_RVs}
+    if len(counts) != 1:
+        raise ValueError(
+            f"method='saa' splits one table of records into blocks, but the observed variables have different numbers "
+            f"of rows ({sorted(counts)}); give them one row per record each."
+        )
+    return counts.pop()
+
+
+def _leaf_rows(var: Any) -> int | None:
+    value = var.get_value(borrow=True) if hasattr(var, "get_value") else getattr(var, "data", None)
+    shape = np.shape(value)
+    return int(shape[0]) if shape else None
+
+
+def _sliced(var: Any, rows: np.ndarray) -> Any:
+    import pytensor.tensor as pt
+
+    value = var.get_value(borrow=True) if hasattr(var, "get_value") else var.data
+    return pt.constant(np.asarray(value)[rows], dtype=var.type.dtype)
+
+
+def _data_to_slice(model: Any, records: int) -> list[Any]:
+    """Every data leaf of the model (observed values included), refusing those not one row per record."""
+    public = dim_lengths(model)
+    outputs = [*model.free_RVs, *model.observed_RVs, *model.potentials, *model.deterministics]
+    values = [model.rvs_to_values[rv] for rv in model.observed_RVs]
+    leaves = data_leaves([*outputs, *values], blockers=(), record_counts=[records], public=public)
+    leaves += [v for v in values if v.owner is None and v not in leaves]
+    unaligned = [v for v in leaves if _leaf_rows(v) != records]
+    if unaligned:
+        raise ValueError(
+            "method='saa' gives each block its own rows of every per-record array, but "
+            + ", ".join(describe_leaf(v) for v in unaligned)
+            + f" is data without one row per record ({records} records): an aggregate over records or records "
+            "sliced or transposed would reach every block. Pass per-record inputs with one row per record. "
+            "Nothing was spent."
+        )
+    return leaves
+
+
+def block_model(model: Any, rows: np.ndarray, leaves: Sequence[Any] | None = None) -> Any:
+    """A copy of ``model`` on the records ``rows`` only: every per-record array, and every dim as long as the records, cut to them."""
+    import pytensor.tensor as pt
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.graph.replace import clone_replace
+
+    records = _record_count(model)
+    leaves = _data_to_slice(model, records) if leaves is None else leaves
+    fg, initvals = _compat.fgraph_of_model(model)
+    names = {getattr(v, "name", None) for v in leaves}
+    by_identity = {id(v) for v in leaves}
+    replace: dict[Any, Any] = {}
+    for var in fg.variables:
+        if var.owner is None and (id(var) in by_identity or (var.name in names and var.name is not None)):
+            if _leaf_rows(var) == records:
+                replace[var] = _sliced(var, rows)
+    coords = dict(fg._coords)
+    lengths = dict(fg._dim_lengths)
+    for dim, length in list(lengths.items()):
+        size = len(coords[dim]) if coords.get(dim) is not None else int(np.asarray(length.eval()))
+        if size == records:
+            new = pt.constant(len(rows), dtype=length.type.dtype)
+            replace[length] = new
+            lengths[dim] = new
+            if coords.get(dim) is not None:
+                coords[dim] = tuple(np.asarray(coords[dim], dtype=object)[rows])
+    outputs = clone_replace(list(fg.outputs), replace=replace, rebuild_strict=False)
+    new_fg = FunctionGraph(outputs=outputs, clone=False)
+    new_fg._coords, new_fg._dim_lengths = coords, lengths
+    return _compat.model_of_fgraph(new_fg, {})
+
+
+def _blocks(records: int, k: int, contiguous: bool, rng: np.random.Generator) -> list[np.ndarray]:
+    order = np.arange(records) if contiguous else rng.permutation(records)
+    return [np.sort(part) for part in np.array_split(order, k)]
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def _is_time_series(model: Any) -> bool:
+    from pymc.distributions.timeseries import AutoRegressiveRV, RandomWalkRV
+
+    return any(isinstance(rv.owner.op, (AutoRegressiveRV, RandomWalkRV)) for rv in model.observed_RVs)
+
+
+def _ranges(options: SAA, model: Any, names: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    given = dict(options.ranges or {})
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise ValueError(
+            f"ranges name {unknown}, which are not parameters this route releases ({sorted(names)}; per-record "
+            "latents cannot be aggregated)."
+        )
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise ValueError(
+            f"method='saa' clips every block's estimate into a declared range, and none is declared for {missing}: "
+            "pass ranges={" + ", ".join(f"{n!r}: (lower, upper)" for n in missing) + "} (ranges of the parameters "
+            "you would accept, chosen before seeing the data), or var_names= to release fewer. Nothing was spent."
+        )
+    out = {}
+    for name in names:
+        spec = given[name]
+        try:
+            lo, hi = spec
+        except (TypeError, ValueError):
+            raise ValueError(f"ranges[{name!r}] must be a (lower, upper) pair, got {spec!r}.") from None
+        shape = tuple(int(s) for s in model[name].shape.eval())
+        lo_a = np.broadcast_to(np.asarray(lo, dtype=float), shape).copy()
+        hi_a = np.broadcast_to(np.asarray(hi, dtype=float), shape).copy()
+        for v in (*lo_a.ravel(), *hi_a.ravel()):
+            check_finite_number(v, f"ranges[{name!r}]", hint=" An infinite end leaves the sensitivity unbounded.")
+        if np.any(lo_a >= hi_a):
+            raise ValueError(f"ranges[{name!r}] needs lower < upper, got {spec!r}.")
+        out[name] = (lo_a, hi_a)
+    return out
+
+
+@dataclass
+class SAARun(RoutePlan):
+    """``pmdp.sample(method="saa")``, validated and priced."""
+
+    model: Any = None
+    draws: int = 1000
+    blocks: int = 10
+    ranges: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    leaves: Sequence[Any] = ()
+    contiguous: bool = False
+    spread: bool = True
+    noise_rng: Any = None
+    pm_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    epsilon: float = 1.0
+    _spent: list[LedgerEntry] = field(default_factory=list)
+
+    @property
+    def what(self) -> str:
+        return f"a subsample-and-aggregate estimate over {self.blocks} blocks (method='saa')"
+
+    def _fit_blocks(self) -> dict[str, np.ndarray]:
+        import pymc as pm
+
+        # The partition is data-independent: its randomness protects nothing, it only
+        # keeps sorted records (by group, by time) from making the blocks unlike each other.
+        seed = self.noise_rng if isinstance(self.noise_rng, (int, np.integer, np.random.Generator)) else None
+        partition = _blocks(_record_count(self.model), self.blocks, self.contiguous, np.random.default_rng(seed))
+        estimates: dict[str, list[np.ndarray]] = {name: [] for name in self.ranges}
+        kwargs = {k: v for k, v in self.pm_kwargs.items() if k in _SAMPLE_KEYS}
+        kwargs.setdefault("progressbar", False)
+        kwargs.setdefault("chains", 2)
+        kwargs.setdefault("cores", 1)
+        kwargs["compute_convergence_checks"] = False
+        for b, rows in enumerate(partition):
+            part = block_model(self.model, rows, self.leaves)
+            seed = self.pm_kwargs.get("random_seed")
+            trace = pm.sample(self.draws, model=part, random_seed=None if seed is None else int(seed) + b, **kwargs)
+            posterior = _compat.get_group(trace, "posterior")
+            for name in self.ranges:
+                estimates[name].append(np.asarray(posterior[name].mean(("chain", "draw")).values, dtype=float))
+        return {name: np.stack(values) for name, values in estimates.items()}
+
+    def run(self) -> Ran:
+        estimates = self._fit_blocks()
+        k = self.blocks
+        clipped = {n: np.clip(e, *self.ranges[n]) for n, e in estimates.items()}
+        widths = {n: hi - lo for n, (lo, hi) in self.ranges.items()}
+        eps_mean = self.epsilon / 2 if self.spread else self.epsilon
+        flat_mean = np.concatenate([clipped[n].mean(axis=0).ravel() for n in self.ranges])
+        l1 = float(sum(w.sum() for w in widths.values())) / k
+        ledger = PrivacyLedger(neighbouring="replace")
+        noisy_mean, entry = laplace_mechanism(
+            flat_mean, epsilon=eps_mean, sensitivity=l1, ledger=ledger, rng=self.noise_rng,
+            touched=f"{', '.join(self.ranges)}: mean of {k} block estimates", assumptions=self._assumptions(),
+            return_entry=True,
+        )
+        self._spent.append(self._named(entry, "mean"))
+        variance = np.zeros_like(flat_mean)
+        if self.spread:
+            squares = {n: c**2 for n, c in clipped.items()}
+            square_widths = np.concatenate([
+                (np.maximum(lo**2, hi**2) - np.where((lo < 0) & (hi > 0), 0.0, np.minimum(lo**2, hi**2))).ravel()
+                for lo, hi in self.ranges.values()
+            ])
+            flat_square = np.concatenate([squares[n].mean(axis=0).ravel() for n in self.ranges])
+            noisy_square, entry = laplace_mechanism(
+                flat_square, epsilon=self.epsilon / 2, sensitivity=float(square_widths.sum()) / k, ledger=ledger,
+                rng=self.noise_rng, touched=f"{', '.join(self.ranges)}: mean square of {k} block estimates",
+                assumptions=self._assumptions(), return_entry=True,
+            )
+            self._spent.append(self._named(entry, "mean square"))
+            variance = np.maximum(noisy_square - noisy_mean**2, 0.0) * k / max(k - 1, 1) / k
+        noise_variance = 2.0 * (l1 / eps_mean) ** 2
+        trace = self._approximation(noisy_mean, np.sqrt(variance + noise_variance))
+        return Ran(trace, self.model, list(self._spent))
+
+    def spent_on_failure(self, failure: BaseException) -> list[LedgerEntry]:
+        return list(self._spent)
+
+    def _named(self, entry: LedgerEntry, what: str) -> LedgerEntry:
+        details = {
+            **entry.details, "route": "saa", "blocks": self.blocks, "aggregate": what,
+            "ranges": {n: [lo.tolist(), hi.tolist()] for n, (lo, hi) in self.ranges.items()},
+        }
+        assumptions = (*entry.assumptions, NORMAL_APPROXIMATION) if what == "mean" else entry.assumptions
+        return replace(entry, mechanism=MECHANISM, details=details, assumptions=assumptions)
+
+    def _assumptions(self) -> tuple[str, ...]:
+        return (
+            f"parallel composition: the records were split into {self.blocks} disjoint blocks and one record changes "
+            "one block's estimate, clipped into the declared range",
+            PUBLIC_N,
+        )
+
+    def _approximation(self, mean: np.ndarray, sd: np.ndarray) -> Any:
+        from scipy.stats import truncnorm
+
+        chains = int(self.pm_kwargs.get("chains") or 1)
+        rng = np.random.default_rng()
+        variables, start = {}, 0
+        for name, (lo, hi) in self.ranges.items():
+            size = lo.size
+            m = np.clip(mean[start:start + size].reshape(lo.shape), lo, hi)
+            s = sd[start:start + size].reshape(lo.shape)
+            # Truncated to the declared range: the estimates were clipped into it.
+            draws = truncnorm.rvs((lo - m) / s, (hi - m) / s, loc=m, scale=s,
+                                  size=(chains, self.draws, *lo.shape), random_state=rng)
+            dims = ["chain", "draw", *(self.model.named_vars_to_dims.get(name) or [f"{name}_dim_{i}" for i in range(lo.ndim)])]
+            variables[name] = (dims, draws)
+            start += size
+        coords = {"chain": np.arange(chains), "draw": np.arange(self.draws)}
+        for dims, _ in variables.values():
+            for dim in dims[2:]:
+                if dim in self.model.coords and self.model.coords[dim] is not None:
+                    coords[dim] = list(self.model.coords[dim])
+        return _compat.new_trace({"posterior": xr.Dataset(variables, coords=coords)})
+
+
+def _released_names(model: Any, parts: Any, var_names: Any) -> list[str]:
+    """Free variables whose shape does not depend on the records (the same in a block as in the model)."""
+    same = [
+        rv.name for rv in model.free_RVs
+        if tuple(rv.shape.eval()) == tuple(parts[rv.name].shape.eval())
+    ]
+    if var_names is None:
+        return same
+    names = [var_names] if isinstance(var_names, str) else list(var_names)
+    bad = sorted(set(names) - set(same))
+    if bad:
+        raise ValueError(
+            f"var_names {bad} cannot be released by method='saa': only parameters whose shape does not depend on the "
+            f"records can be aggregated across blocks ({same})."
+        )
+    return names
+
+
+def plan_saa(
+    model: Any, draws: int, epsilon: float | None, options: SAA, ledger: PrivacyLedger | None,
+    neighbouring: str | None, pm_kwargs: Mapping[str, Any],
+) -> SAARun:
+    """Validate ``pmdp.sample(method="saa")`` completely and price it (see :func:`pymc_dp.sample`)."""
+    if epsilon is None:
+        raise ValueError("method='saa' needs epsilon=: the total ε of the aggregate (parallel composition over blocks).")
+    eps = check_epsilon(epsilon)
+    if not model.observed_RVs:
+        raise ValueError("method='saa' needs a model with observed records; this one has none.")
+    ledger = resolve_ledger(ledger, neighbouring)
+    if ledger.neighbouring != "replace":
+        raise ValueError(
+            "method='saa' supports neighbouring='replace' only (N public): adding or removing a record moves the "
+            "block boundaries, so it would change more than one block."
+        )
+    unsupported = sorted(k for k in pm_kwargs if k not in (*_SAMPLE_KEYS, "random_seed", "var_names"))
+    if unsupported:
+        raise ValueError(f"method='saa' does not take {unsupported} (it runs pm.sample once per block). Nothing was spent.")
+    records = _record_count(model)
+    k = options.blocks
+    if k is None:
+        k = max(2, min(int(round(math.sqrt(records))), records // 10))
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        raise ValueError(f"blocks must be an integer >= 2, got {options.blocks!r}.")
+    if records < 2 * k:
+        raise ValueError(
+            f"method='saa' with blocks={k} needs at least two records a block; the model has {records} records. "
+            "Use fewer blocks (and expect little accuracy from so few records)."
+        )
+    leaves = _data_to_slice(model, records)
+    contiguous = options.partition == "contiguous" or (options.partition == "auto" and _is_time_series(model))
+    if options.partition not in ("auto", "random", "contiguous"):
+        raise ValueError(f"partition must be 'auto', 'random' or 'contiguous', got {options.partition!r}.")
+    probe = block_model(model, np.arange(records // k), leaves)
+    names = _released_names(model, probe, pm_kwargs.get("var_names"))
+    ranges = _ranges(options, model, names)
+    halves = 2 if options.spread else 1
+    entries = [
+        LedgerEntry("laplace", eps / halves, touched=f"{', '.join(names)}: block estimates", neighbouring="replace",
+                    noise_source="secure" if options.noise_rng is None else "seeded")
+        for _ in range(halves)
+    ]
+    return SAARun(
+        ledger=ledger, entries=entries, model=model, draws=draws, blocks=int(k), ranges=ranges, leaves=leaves,
+        contiguous=contiguous, spread=bool(options.spread), noise_rng=options.noise_rng, pm_kwargs=dict(pm_kwargs),
+        epsilon=eps,
+    )
