@@ -229,7 +229,7 @@ def test_sample_refuses_what_it_cannot_do(records):
         with pytest.raises(ValueError, match="method must be one of"):
             pmdp.sample(epsilon=1.0, method="hmc", **SAMPLE)
         with pytest.raises(ValueError, match="truncate applies to method='ops' / 'gibbs', not method='laplace'"):
-            pmdp.sample(epsilon=1.0, truncate={"p": (0.1, 0.9)}, **SAMPLE)
+            pmdp.sample(epsilon=1.0, method="laplace", truncate={"p": (0.1, 0.9)}, **SAMPLE)
     with pm.Model():
         pm.Beta("p", 1, 1)
         with pytest.raises(ValueError, match="neither records nor privatised statistics"):

@@ -32,8 +32,8 @@ def test_no_module_outside_accounting_touches_the_ledgers_private_state():
 def test_every_route_is_a_plan_executed_the_same_way():
     from pymc_dp.routes import PLANNERS
 
-    assert set(PLANNERS) == set(METHODS) == {"laplace", "ops", "gibbs"}
+    assert set(PLANNERS) == set(METHODS) == {"laplace", "ops", "gibbs", "saa"}
     for planner in PLANNERS.values():
         assert inspect.signature(planner).return_annotation not in (inspect.Signature.empty, None)
     plans = {cls.__name__ for cls in RoutePlan.__subclasses__()}
-    assert {"LaplacePlan", "OPSRun", "GibbsRun"} <= plans
+    assert {"LaplacePlan", "OPSRun", "GibbsRun", "SAARun", "ChosenRoute"} <= plans

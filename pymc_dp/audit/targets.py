@@ -270,6 +270,77 @@ def _barker_step(broken: bool, secure: bool):
     return run, 0, 1
 
 
+# ---------------------------------------------------------------------------- per-record inputs under a clip
+
+# A record is the whole row: covariate and outcome (or group index and outcome). The
+# neighbours replace one row by one that pulls the other way, so the clipped
+# log-likelihood difference spans its whole range 2 × (upper − lower) across the parameter.
+CLIP_LOWER, CLIP_RECORDS = -2.0, 4
+
+
+def _clipped_logistic(last_row: tuple[float, int]) -> Any:
+    import pymc as pm
+
+    from ..model import clip_loglik
+
+    x = np.r_[np.linspace(-1.0, 1.0, CLIP_RECORDS - 1), last_row[0]]
+    y = np.r_[np.array([0, 1, 1])[: CLIP_RECORDS - 1], last_row[1]].astype(np.int8)
+    with pm.Model() as model:
+        b = pm.Uniform("b", -4.0, 4.0)
+        pm.Bernoulli("y", logit_p=b * x, observed=y)
+    return clip_loglik(model, CLIP_LOWER, 0.0)
+
+
+def _ops_logistic(broken: bool, secure: bool):
+    """One exact OPS draw of a logistic-regression slope whose covariate is part of each record (grid enumeration)."""
+    from ..model import loglik_sensitivity, temper
+
+    models = {0: _clipped_logistic((3.0, 1)), 1: _clipped_logistic((-3.0, 1))}
+    temperature = loglik_sensitivity(models[0]).temperature(1.0) / (2.0 if broken else 1.0)
+    grid = np.linspace(-6.0, 6.0, OPS_GRID)  # b's unconstrained (interval) coordinate
+    laws = {}
+    for s, model in models.items():
+        tempered = temper(model, temperature)
+        (value,) = tempered.value_vars
+        logp = tempered.compile_logp()
+        log_w = np.array([logp({value.name: g}) for g in grid])
+        w = np.exp(log_w - log_w.max())
+        laws[s] = w / w.sum()
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.choice(OPS_GRID, size=size, p=laws[s]).astype(float)
+
+    return run, 0, 1
+
+
+def _barker_group_index(broken: bool, secure: bool):
+    """One Barker step of group intercepts ``a[idx]``: the neighbours move one record to the other group."""
+    import pymc as pm
+
+    from ..model import clip_loglik
+    from ..step_methods import PrivateMetropolis
+
+    steps = {}
+    for s, row in ((0, (0, 2.5)), (1, (1, -2.5))):
+        idx = np.array([0, 1, row[0]])
+        y = np.array([0.0, 0.0, row[1]])
+        with pm.Model() as model:
+            a = pm.Uniform("a", -3.0, 3.0, shape=2)
+            pm.Normal("y", a[idx], 1.0, observed=y)
+        with clip_loglik(model, -3.0, 0.0) as clipped:
+            steps[s] = PrivateMetropolis(["a"], epsilon_per_update=2.0 if broken else 1.0, acceptance="barker",
+                                         tune=False, scaling=BARKER_SCALING)
+            (name,) = clipped.initial_point()
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        step = steps[s]
+        step.rng = rng
+        point = {name: np.array([-2.0, 2.0])}
+        return np.array([float(step.step(point)[0][name][0]) for _ in range(size)])
+
+    return run, 0, 1
+
+
 # ---------------------------------------------------------------------------- posterior release
 
 
@@ -318,6 +389,10 @@ TARGETS: tuple[AuditTarget, ...] = (
                 broken_how="temperature halved", uses_noise_source=False),
     AuditTarget("Barker step", 1.0, 0.0, 100_000, _barker_step, events="bins",
                 broken_how="temperature halved", uses_noise_source=False),
+    AuditTarget("OPS draw (logistic regression, covariate in the record, clipped)", 1.0, 0.0, 2_000_000,
+                _ops_logistic, events="exact", broken_how="temperature halved", uses_noise_source=False),
+    AuditTarget("Barker step (group intercepts a[idx], clipped)", 1.0, 0.0, 100_000, _barker_group_index,
+                events="bins", broken_how="temperature halved", uses_noise_source=False),
     AuditTarget("LSHist", 1.0, 0.0, 40_000, _hellinger("lshist", (0, 20), (1, 19)), events="exact"),
     AuditTarget("LSDim", 1.0, 0.0, 40_000, _lsdim_statistic(_hellinger("lsdim", (0, 7, 3), (1, 6, 3))),
                 events="exact"),

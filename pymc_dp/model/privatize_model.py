@@ -138,7 +138,7 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
             )
         except ValueError as err:
             msg = str(err).replace("declare bounds=", f"declare bounds={{{rv.name!r}: ...}} with ")
-            raise ValueError(f"observed variable {rv.name!r}: {msg}") from None
+            raise type(err)(f"observed variable {rv.name!r}: {msg}") from None
         plans[rv.name] = prepared
     if unsupported:
         raise ValueError(

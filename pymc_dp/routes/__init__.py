@@ -13,10 +13,16 @@ ran → release through the one whitelist. Routes (``method=``):
 * ``"gibbs"`` (:mod:`pymc_dp.routes.gibbs`, options :class:`Gibbs`): private step
   methods, every update charged as it runs; the whole chain is released, no
   convergence assumed.
+* ``"saa"`` (:mod:`pymc_dp.routes.saa`, options :class:`SAA`): subsample and
+  aggregate — any model as written, fit per block, a private aggregate released.
+
+``"auto"`` (the default, :mod:`pymc_dp.routes.chooser`) picks the most accurate of
+them that takes the model and its declarations.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from ..accounting import PrivacyLedger
@@ -24,7 +30,8 @@ from .base import Ran, RoutePlan, check_request, execute
 from .gibbs import GibbsPlan, GibbsRun, plan_gibbs, plan_gibbs_run
 from .laplace import LaplacePlan, plan_laplace
 from .ops import OPSPlan, OPSRun, plan_ops, plan_ops_run
-from .options import OPS, SAA, Gibbs, Laplace, RouteOptions, options_for
+from .chooser import AUTO_ORDER, ChosenRoute, choose_route
+from .options import OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, RouteOptions, options_for
 from .saa import SAARun, plan_saa
 
 __all__ = [
@@ -34,15 +41,16 @@ __all__ = [
 
 #: The planner of each route, by method name.
 PLANNERS = {"laplace": plan_laplace, "ops": plan_ops_run, "gibbs": plan_gibbs_run, "saa": plan_saa}
-#: The privacy routes ``sample`` implements.
+#: The privacy routes ``sample`` implements (``"auto"`` chooses among them).
 METHODS = tuple(PLANNERS)
+_ALL_OPTIONS = {f.name for cls in ROUTE_OPTIONS.values() for f in fields(cls)}
 
 
 def sample(
     draws: int = 1000,
     *,
     epsilon: float | None = None,
-    method: str | RouteOptions = "laplace",
+    method: str | RouteOptions = "auto",
     ledger: PrivacyLedger | None = None,
     neighbouring: str | None = None,
     model: Any = None,
@@ -55,14 +63,17 @@ def sample(
     draws
         Draws per chain, passed to ``pm.sample``.
     epsilon
-        ``"laplace"``: the total ε privatising the observed variables (the privacy
-        flag; leave it out for a model built on :func:`pymc_dp.observe_stats`).
-        ``"ops"``: the total, shared evenly by the ``chains × samples`` released
-        posterior draws. ``"gibbs"``: the whole run's budget (T is chosen to spend it).
-        On every route ``epsilon`` is what the call costs in total.
+        The total ε of the call, on every route. ``"laplace"``: privatising the
+        observed variables (the privacy flag; leave it out for a model built on
+        :func:`pymc_dp.observe_stats`). ``"ops"``: shared evenly by the
+        ``chains × samples`` released posterior draws. ``"gibbs"``: the whole run's
+        budget (T is chosen to spend it). ``"saa"``: the private aggregate.
     method
-        ``"laplace"`` (default), ``"ops"`` or ``"gibbs"``, or a route object
-        (:class:`Laplace`, :class:`OPS`, :class:`Gibbs`) carrying its options.
+        ``"auto"`` (default): the most accurate route that takes the model and the
+        declarations (:mod:`pymc_dp.routes.chooser`; tried in the order laplace, ops,
+        gibbs, saa; the ledger says which ran), or one route by name —
+        ``"laplace"``, ``"ops"``, ``"gibbs"``, ``"saa"`` — or a route object
+        (:class:`Laplace`, :class:`OPS`, :class:`Gibbs`, :class:`SAA`) carrying its options.
     ledger
         Ledger to charge: the cost is reserved on it before anything is drawn.
     neighbouring
@@ -93,8 +104,15 @@ def sample(
     """
     import pymc as pm
 
-    model = pm.modelcontext(model)
+    return execute(_plan(pm.modelcontext(model), draws, epsilon, method, ledger, neighbouring, keywords))
+
+
+def _plan(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighbouring: Any, keywords: dict) -> RoutePlan:
+    """The validated, priced plan of a ``sample`` call (nothing spent)."""
+    if isinstance(method, str) and method == "auto":
+        route_options = {k: keywords.pop(k) for k in list(keywords) if k in _ALL_OPTIONS}
+        check_request(model, draws, keywords)
+        return choose_route(PLANNERS, model, draws, epsilon, ledger, neighbouring, {**keywords, **route_options})
     options = options_for(method, keywords)
     check_request(model, draws, keywords)
-    plan = PLANNERS[options.method](model, draws, epsilon, options, ledger, neighbouring, keywords)
-    return execute(plan)
+    return PLANNERS[options.method](model, draws, epsilon, options, ledger, neighbouring, keywords)

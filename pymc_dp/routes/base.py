@@ -203,6 +203,7 @@ def check_step_model(keywords: Mapping[str, Any], sampled_is_copy: bool, method:
                 "ops": "pass nuts_sampler= / step keywords (e.g. target_accept=) instead",
                 "gibbs": "truncate the model yourself (pmdp.truncate), keep its records inside the bounds, build the "
                 "steps on that model and pass it without truncate=",
+                "saa": "pass step keywords (e.g. target_accept=) instead: each block is fitted by pm.sample",
             }[method] + "."
         )
 

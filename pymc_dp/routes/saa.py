@@ -53,7 +53,8 @@ from ..accounting.validation import check_epsilon, check_finite_number
 from ..families.privatize import PUBLIC_N
 from ..mechanisms.laplace import laplace_mechanism
 from ..model._graph import data_leaves, describe_leaf, dim_lengths
-from .base import Ran, RoutePlan
+from ..trace import check_release_plan
+from .base import Ran, RoutePlan, check_initvals, check_step_model
 from .options import SAA
 
 __all__ = ["plan_saa", "SAARun", "block_model", "MECHANISM", "NORMAL_APPROXIMATION"]
@@ -66,7 +67,8 @@ NORMAL_APPROXIMATION = (
     "N(mean, s²/k + noise variance) per coordinate, independent across coordinates; it assumes the k block estimates "
     "are roughly normal and that their spread reflects the full-data uncertainty (regular models, N/k records a block)"
 )
-_SAMPLE_KEYS = ("tune", "chains", "cores", "target_accept", "init", "nuts_sampler", "progressbar", "initvals")
+#: ``pm.sample`` keywords the route handles itself rather than passing to each block's fit.
+_OWN_KEYS = ("var_names", "random_seed", "idata_kwargs", "initvals", "progressbar")
 
 
 # --------------------------------------------------------------------------- blocks of records
@@ -132,6 +134,7 @@ def block_model(model: Any, rows: np.ndarray, leaves: Sequence[Any] | None = Non
         if var.owner is None and (id(var) in by_identity or (var.name in names and var.name is not None)):
             if _leaf_rows(var) == records:
                 replace[var] = _sliced(var, rows)
+    replace.update(_record_sizes(fg, records, len(rows)))
     coords = dict(fg._coords)
     lengths = dict(fg._dim_lengths)
     for dim, length in list(lengths.items()):
@@ -146,6 +149,68 @@ def block_model(model: Any, rows: np.ndarray, leaves: Sequence[Any] | None = Non
     new_fg = FunctionGraph(outputs=outputs, clone=False)
     new_fg._coords, new_fg._dim_lengths = coords, lengths
     return _compat.model_of_fgraph(new_fg, {})
+
+
+def _block_seeds(seed: Any, k: int) -> list[Any]:
+    if seed is None:
+        return [None] * k
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        seed = int(seed[0])
+    if isinstance(seed, (np.random.Generator, np.random.RandomState)):
+        return [seed] * k
+    return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(k)]
+
+
+def _initvals_for(part: Any, initvals: Any, released: Mapping[str, Any]) -> Any:
+    """The user's starting values for the parameters a block shares with the model (per-record ones dropped)."""
+    if initvals is None:
+        return None
+    keep = lambda init: {k: v for k, v in init.items() if getattr(k, "name", k) in released}  # noqa: E731
+    return keep(initvals) if isinstance(initvals, Mapping) else [keep(i) for i in initvals]
+
+
+def _progress(total: int, enabled: Any) -> Any:
+    """A one-line progress report over the blocks (each block's own sampler bar stays off)."""
+    import sys
+
+    if not enabled:
+        return lambda done: None
+
+    def report(done: int) -> None:
+        end = "\n" if done == total else ""
+        print(f"\rsubsample and aggregate: block {done}/{total} fitted", end=end, file=sys.stderr, flush=True)
+
+    return report
+
+
+def _record_sizes(fg: Any, records: int, size: int) -> dict[Any, Any]:
+    """Integer constants that size the observed variables by the record count (a RandomVariable's ``size``, a
+    time series' ``steps``), mapped to the same with ``size`` records."""
+    import pytensor.tensor as pt
+    from pymc.model.fgraph import ModelObservedRV, ModelFreeRV
+    from pytensor.graph.basic import Constant
+    from pytensor.tensor.random.op import RandomVariable
+
+    from ..model._graph import ancestors
+
+    free = [n.outputs[0] for n in fg.apply_nodes if isinstance(n.op, ModelFreeRV)]
+    free_rvs = [n.inputs[0] for n in fg.apply_nodes if isinstance(n.op, ModelFreeRV)]
+    sizing = []
+    for node in [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]:
+        rv = node.inputs[0]
+        if isinstance(rv.owner.op, RandomVariable):
+            sizing.append(rv.owner.inputs[1])
+        else:
+            sizing += [i for i in rv.owner.inputs if getattr(i.type, "ndim", None) == 0 and "int" in str(i.dtype)]
+    out = {}
+    for var in ancestors(sizing, blockers=[*free, *free_rvs]):
+        if isinstance(var, Constant) and "int" in str(var.dtype) and np.ndim(var.data) <= 1 and np.size(var.data):
+            value = np.atleast_1d(var.data)
+            if int(value[0]) == records:
+                new = value.copy()
+                new[0] = size
+                out[var] = pt.constant(new.reshape(np.shape(var.data)), dtype=var.dtype)
+    return out
 
 
 def _blocks(records: int, k: int, contiguous: bool, rng: np.random.Generator) -> list[np.ndarray]:
@@ -223,15 +288,17 @@ class SAARun(RoutePlan):
         seed = self.noise_rng if isinstance(self.noise_rng, (int, np.integer, np.random.Generator)) else None
         partition = _blocks(_record_count(self.model), self.blocks, self.contiguous, np.random.default_rng(seed))
         estimates: dict[str, list[np.ndarray]] = {name: [] for name in self.ranges}
-        kwargs = {k: v for k, v in self.pm_kwargs.items() if k in _SAMPLE_KEYS}
-        kwargs.setdefault("progressbar", False)
-        kwargs.setdefault("chains", 2)
+        kwargs = {k: v for k, v in self.pm_kwargs.items() if k not in _OWN_KEYS}
         kwargs.setdefault("cores", 1)
         kwargs["compute_convergence_checks"] = False
+        seeds = _block_seeds(self.pm_kwargs.get("random_seed"), len(partition))
+        bar = _progress(len(partition), self.pm_kwargs.get("progressbar", True))
         for b, rows in enumerate(partition):
             part = block_model(self.model, rows, self.leaves)
-            seed = self.pm_kwargs.get("random_seed")
-            trace = pm.sample(self.draws, model=part, random_seed=None if seed is None else int(seed) + b, **kwargs)
+            initvals = _initvals_for(part, self.pm_kwargs.get("initvals"), self.ranges)
+            trace = pm.sample(self.draws, model=part, random_seed=seeds[b], initvals=initvals, progressbar=False,
+                              **kwargs)
+            bar(b + 1)
             posterior = _compat.get_group(trace, "posterior")
             for name in self.ranges:
                 estimates[name].append(np.asarray(posterior[name].mean(("chain", "draw")).values, dtype=float))
@@ -347,9 +414,7 @@ def plan_saa(
             "method='saa' supports neighbouring='replace' only (N public): adding or removing a record moves the "
             "block boundaries, so it would change more than one block."
         )
-    unsupported = sorted(k for k in pm_kwargs if k not in (*_SAMPLE_KEYS, "random_seed", "var_names"))
-    if unsupported:
-        raise ValueError(f"method='saa' does not take {unsupported} (it runs pm.sample once per block). Nothing was spent.")
+    check_step_model(pm_kwargs, True, "saa", "one copy per block of records")
     records = _record_count(model)
     k = options.blocks
     if k is None:
@@ -366,6 +431,8 @@ def plan_saa(
     if options.partition not in ("auto", "random", "contiguous"):
         raise ValueError(f"partition must be 'auto', 'random' or 'contiguous', got {options.partition!r}.")
     probe = block_model(model, np.arange(records // k), leaves)
+    check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring)
+    check_initvals(model, pm_kwargs.get("initvals"))
     names = _released_names(model, probe, pm_kwargs.get("var_names"))
     ranges = _ranges(options, model, names)
     halves = 2 if options.spread else 1

@@ -1,0 +1,108 @@
+"""``method="auto"``: the most accurate sound route for the model and its declarations.
+
+The routes, in the order tried (most accurate first, for the models each serves):
+
+1. ``laplace``: privatised sufficient statistics — the whole posterior, converging to
+   the non-private one as N grows, no convergence assumed;
+2. ``ops``: one tempered posterior draw per chain (needs a proven Δ: a truncation,
+   data bounds or a log-likelihood clip);
+3. ``gibbs``: private step methods, the whole chain released, every update charged
+   (at the same ε usually much hotter than OPS);
+4. ``saa``: subsample and aggregate — any model as written, a point estimate with
+   an error bar (needs a declared range per parameter).
+
+A route is tried only if it takes every route option given (``loglik_clip=`` rules
+out the Laplace route, ``ranges=`` all but ``saa``). The first route that plans —
+validates the whole request and prices it, spending nothing — runs, and every ledger
+entry it records says which route ran and that it was chosen automatically. If none
+plans, one message lists, route by route, what it would need for this model.
+
+The choice is made from the model's structure and the declarations: a refusal caused
+by the records' values (:class:`~pymc_dp.accounting.validation.RecordValueError`,
+e.g. a record outside its family's support) stops the choice there, so which route
+ran never depends on the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable, Mapping, Sequence
+
+from ..accounting import LedgerEntry, PrivacyLedger
+from ..accounting.validation import RecordValueError
+from .base import Ran, RoutePlan
+from .options import ROUTE_OPTIONS
+
+__all__ = ["choose_route", "ChosenRoute", "AUTO_ORDER"]
+
+#: Routes in the order ``method="auto"`` tries them.
+AUTO_ORDER = ("laplace", "ops", "gibbs", "saa")
+
+
+@dataclass
+class ChosenRoute(RoutePlan):
+    """A route plan chosen by ``method="auto"``; its entries say so."""
+
+    inner: RoutePlan | None = None
+    route: str = ""
+    passed_over: Mapping[str, str] | None = None
+
+    @property
+    def what(self) -> str:
+        return self.inner.what
+
+    def _mark(self, entries: Sequence[LedgerEntry]) -> list[LedgerEntry]:
+        passed = dict(self.passed_over or {})
+        return [
+            replace(e, details={**e.details, "route": self.route, "route_chosen_by": "method='auto'",
+                                "routes_passed_over": sorted(passed)})
+            for e in entries
+        ]
+
+    def run(self) -> Ran:
+        ran = self.inner.run()
+        return replace(ran, spent=self._mark(ran.spent))
+
+    def spent_on_failure(self, failure: BaseException) -> list[LedgerEntry]:
+        return self._mark(self.inner.spent_on_failure(failure))
+
+
+def _route_keywords() -> set[str]:
+    return {f.name for cls in ROUTE_OPTIONS.values() for f in fields(cls)}
+
+
+def choose_route(
+    planners: Mapping[str, Callable[..., RoutePlan]],
+    model: Any, draws: int, epsilon: float | None, ledger: PrivacyLedger | None, neighbouring: str | None,
+    keywords: dict[str, Any],
+) -> RoutePlan:
+    """Plan the first route of :data:`AUTO_ORDER` that takes the request (see the module docstring).
+
+    ``keywords`` holds route options and ``pm.sample`` keywords together; the route
+    options are popped from it.
+    """
+    given = {k: keywords.pop(k) for k in list(keywords) if k in _route_keywords()}
+    refusals: dict[str, str] = {}
+    for method in AUTO_ORDER:
+        cls = ROUTE_OPTIONS[method]
+        own = {f.name for f in fields(cls)}
+        foreign = sorted(set(given) - own)
+        if foreign:
+            refusals[method] = f"does not take {', '.join(foreign)}"
+            continue
+        options = cls(**{k: v for k, v in given.items() if k in own})
+        try:
+            plan = planners[method](model, draws, epsilon, options, ledger, neighbouring, dict(keywords))
+        except RecordValueError:
+            raise
+        except ValueError as err:
+            refusals[method] = str(err)
+            continue
+        chosen = ChosenRoute(ledger=plan.ledger, inner=plan, route=method, passed_over=refusals)
+        chosen.entries = chosen._mark(plan.entries)
+        return chosen
+    raise ValueError(
+        "no privacy route applies to this model with what was declared (nothing was spent). What each route says:\n"
+        + "\n".join(f"- method={m!r}: {why}" for m, why in refusals.items())
+        + "\nDeclare what one of them needs (see the route table in the docs), or pass method= to pick one."
+    )

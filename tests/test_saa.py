@@ -1,0 +1,123 @@
+"""Subsample and aggregate (method="saa") and the route chooser (method="auto")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+import pymc_dp as pmdp
+from pymc_dp import _compat
+from pymc_dp.routes.saa import block_model
+
+import gallery_models as G
+
+QUIET = dict(progressbar=False, chains=1, tune=200)
+
+
+def _regression(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    y = 1.0 + 2.0 * x + rng.normal(0, 0.5, n)
+    with pm.Model(coords={"obs": np.arange(n)}) as model:
+        xd = pm.Data("x", x, dims="obs")
+        a = pm.Normal("a", 0, 5)
+        b = pm.Normal("b", 0, 5)
+        s = pm.HalfNormal("s", 2)
+        pm.Normal("y", a + b * xd, s, observed=y, dims="obs")
+    return model, x, y
+
+
+def test_a_block_model_holds_exactly_its_rows_of_every_per_record_array():
+    model, x, y = _regression()
+    rows = np.array([3, 7, 11, 50])
+    part = block_model(model, rows)
+    np.testing.assert_array_equal(part.rvs_to_values[part["y"]].data, y[rows])
+    mu = part.replace_rvs_by_values([part["y"].owner.inputs[2]])[0]
+    fn = part.compile_fn(mu, inputs=part.value_vars, on_unused_input="ignore")
+    point = {"a": 0.0, "b": 1.0, "s_log__": 0.0}
+    np.testing.assert_allclose(fn(point), x[rows])  # mu = a + b x of the block's own covariates
+    assert len(part.coords["obs"]) == 4 and part["a"].ndim == 0
+    np.testing.assert_array_equal(model.rvs_to_values[model["y"]].data, y)  # the user's model is untouched
+
+
+def test_saa_charges_epsilon_once_with_the_hand_computed_sensitivity_and_recovers_the_estimate():
+    model, _, _ = _regression(n=400)
+    ranges = {"a": (-5, 5), "b": (-5, 5), "s": (0, 4)}
+    ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=1000.0))
+    idata = pmdp.sample(300, epsilon=1000.0, method="saa", model=model, ranges=ranges, blocks=8, ledger=ledger,
+                        noise_rng=1, random_seed=1, **QUIET)
+    assert ledger.total().epsilon == pytest.approx(1000.0)
+    mean, square = ledger.entries
+    # L1 sensitivity: Σ (hi − lo) / k over the released coordinates = (10 + 10 + 4) / 8.
+    assert mean.details["sensitivity"] == pytest.approx(24 / 8)
+    assert mean.mechanism == "subsample_and_aggregate" and mean.epsilon == 500.0
+    assert any("normal approximation" in a for a in mean.assumptions)
+    post = _compat.get_group(idata, "posterior")
+    assert set(post.data_vars) == {"a", "b", "s"}
+    # At ε = 1000 the noise is negligible (scale 0.006): the aggregate is the mean of 8 block fits of
+    # 50 records; truth a = 1, b = 2, s = 0.5; block posterior means scatter by about 0.5/√50 ≈ 0.07
+    # each, their mean by 0.025, so 0.15 is six standard errors.
+    assert float(post["a"].mean()) == pytest.approx(1.0, abs=0.15)
+    assert float(post["b"].mean()) == pytest.approx(2.0, abs=0.15)
+    # The released spread is the blocks' standard error: about 0.5/√400 = 0.025 for a.
+    assert 0.005 < float(post["a"].std()) < 0.1
+
+
+def test_saa_refuses_before_spending():
+    model, _, _ = _regression()
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(ValueError, match=r"none is declared for \['s'\].*ranges="):
+        pmdp.sample(100, epsilon=1.0, method="saa", model=model, ranges={"a": (-5, 5), "b": (-5, 5)}, ledger=ledger,
+                    **QUIET)
+    with pytest.raises(ValueError, match="neighbouring='replace' only"):
+        pmdp.sample(100, epsilon=1.0, method="saa", model=model, ranges={"a": (-5, 5)}, var_names=["a"],
+                    neighbouring="add_remove", **QUIET)
+    with pytest.raises(ValueError, match="at least two records a block"):
+        pmdp.sample(100, epsilon=1.0, method="saa", model=model, ranges={"a": (-5, 5)}, var_names=["a"],
+                    blocks=100, ledger=ledger, **QUIET)
+    with pytest.raises(ValueError, match=r"ranges\['a'\] needs lower < upper"):
+        pmdp.sample(100, epsilon=1.0, method="saa", model=model, ranges={"a": (5, -5)}, var_names=["a"],
+                    ledger=ledger, **QUIET)
+    assert len(ledger) == 0
+
+
+def test_saa_releases_no_per_record_latents_and_refuses_unaligned_data():
+    model = G.rat_tumours(groups=40)
+    with pytest.raises(ValueError, match=r"var_names \['theta'\] cannot be released"):
+        pmdp.sample(100, epsilon=1.0, method="saa", model=model, ranges={"theta": (0, 1)}, var_names=["theta"],
+                    blocks=4, **QUIET)
+    y = np.random.default_rng(0).normal(size=30)
+    with pm.Model() as lagged:
+        m = pm.Normal("m")
+        pm.Normal("y", m + 0.1 * pt.as_tensor(y[1:]).sum(), 1.0, observed=y)
+    with pytest.raises(ValueError, match="without one row per record"):
+        pmdp.sample(100, epsilon=1.0, method="saa", model=lagged, ranges={"m": (-3, 3)}, blocks=3, **QUIET)
+
+
+def test_auto_picks_the_most_accurate_route_that_takes_the_declarations_and_says_so():
+    with pm.Model() as counts:
+        lam = pm.Gamma("lam", 2, 1)
+        pm.Poisson("c", lam, observed=np.random.default_rng(1).poisson(3, 50))
+    idata = pmdp.sample(100, epsilon=1.0, model=counts, bounds={"c": {"upper": 20}}, noise_rng=0, random_seed=0,
+                        **QUIET)
+    (entry,) = pmdp.ledger(idata).entries
+    assert entry.details["route"] == "laplace" and entry.details["route_chosen_by"] == "method='auto'"
+    logistic = G.logistic_regression(n=60)
+    idata = pmdp.sample(50, epsilon=1.0, model=logistic, loglik_clip=(-6, 0), random_seed=0, **QUIET)
+    (entry,) = pmdp.ledger(idata).entries
+    assert entry.details["route"] == "ops" and entry.details["routes_passed_over"] == ["laplace"]
+    with pytest.raises(ValueError, match=r"(?s)no privacy route applies.*method='laplace'.*method='ops'.*"
+                                         r"loglik_clip.*method='saa'.*ranges="):
+        pmdp.sample(50, epsilon=1.0, model=logistic, **QUIET)
+
+
+def test_auto_never_lets_record_values_choose_the_route():
+    with pm.Model() as counts:
+        lam = pm.Gamma("lam", 2, 1)
+        pm.Poisson("c", lam, observed=np.array([1, 2, -1, 3] * 5))  # a count below zero
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(pmdp.accounting.validation.RecordValueError, match="outside the support"):
+        pmdp.sample(50, epsilon=1.0, model=counts, bounds={"c": {"upper": 20}}, ledger=ledger, **QUIET)
+    assert len(ledger) == 0
