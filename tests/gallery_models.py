@@ -200,3 +200,23 @@ MODELS = {
     "ar1": ar1,
     "dirichlet_multinomial": dirichlet_multinomial,
 }
+
+
+#: What a user declares for each model (besides epsilon): a log-likelihood clip for the
+#: likelihoods with per-record parameters (bounds chosen from the likelihood's form, not the
+#: data: a few units below a typical term, at or above its maximum), nothing for the
+#: Dirichlet-Multinomial, which the Laplace route takes as it is. ``method="auto"`` picks the route.
+DECLARATIONS = {
+    "linear_regression": {"loglik_clip": (-8.0, 1.5)},
+    "logistic_regression": {"loglik_clip": (-6.0, 0.0)},
+    "poisson_regression": {"loglik_clip": (-10.0, 0.0)},
+    "negative_binomial_regression": {"loglik_clip": (-10.0, 0.0)},
+    "robust_regression": {"loglik_clip": (-8.0, 1.5)},
+    "radon_partial_pooling": {"loglik_clip": (-8.0, 1.5)},
+    "eight_schools": {"loglik_clip": (-10.0, -2.0)},
+    "rat_tumours": {"loglik_clip": (-10.0, 0.0)},
+    "coal_mining_switchpoint": {"loglik_clip": (-10.0, 0.0)},
+    "gaussian_mixture": {"loglik_clip": (-8.0, 0.5)},
+    "ar1": {"loglik_clip": (-8.0, 0.0)},
+    "dirichlet_multinomial": {},
+}
