@@ -181,7 +181,7 @@ def check_no_missing_values(model: Any) -> None:
             )
         if value is not None and value.dtype.kind in "fc" and (np.ma.is_masked(value) or np.isnan(value).any()):
             missing[rv.name] = "NaN or masked entries"
-    missing.update({obs: f"imputed by PyMC as the free variable {name!r}" for name, obs in imputed.items()})
+    missing.update({obs.removesuffix("_observed"): "imputed by PyMC: NaN or masked entries" for obs in imputed.values()})
     if missing:
         raise ValueError(
             "observed data with missing values cannot be released privately: "
