@@ -30,6 +30,7 @@ from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import ancestors
 from ._graph import data_leaves, describe_leaf, dim_lengths
+from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
 
 __all__ = ["privatize_model", "plan_privatization", "PrivatizationPlan", "PrivatisedModel", "split_epsilon"]
@@ -113,23 +114,27 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
     for rv in model.observed_RVs:
         if rv.name in public:
             continue
+        records = _observed_records(model, rv)
+        n_records = int(np.shape(records)[0]) if np.ndim(records) else 1
+        predictor = linear_regression_of(rv, n_records, model.free_RVs, dim_lengths(model))
+        if predictor is not None:
+            plans[rv.name] = _prepare_regression(rv.name, predictor, records, bounds.get(rv.name), neighbouring)
+            continue
         try:
             family, params = family_of_dist(rv)
         except ValueError as err:
             unsupported.append(f"{rv.name!r}: {err}")
             continue
-        records = _observed_records(model, rv)
-        n_records = int(np.shape(records)[0]) if np.ndim(records) else 1
         leaves = data_leaves(
             list(params.values()), blockers=model.free_RVs, record_counts=[n_records], public=dim_lengths(model)
         )
         if leaves:
             raise ValueError(
                 f"observed variable {rv.name!r} has a parameter that depends on data "
-                f"({', '.join(describe_leaf(v) for v in leaves)}), e.g. a per-record mean in a regression. "
-                "The Laplace route needs one set of parameters for all records: for a linear regression "
-                "privatise (X, y) with pmdp.privatize(..., family='linear_regression') and use "
-                "pmdp.observe_stats; otherwise use method='ops'."
+                f"({', '.join(describe_leaf(v) for v in leaves)}), e.g. a per-record mean in a GLM. "
+                "The Laplace route needs one set of parameters for all records, or a linear regression "
+                "(pm.Normal with mu = intercept + X @ beta and one sigma), which it recognises. For this "
+                "likelihood use method='ops' or 'gibbs' with loglik_clip=(lower, upper), or method='saa'."
             )
         var_bounds = bounds.get(rv.name)
         try:
@@ -153,6 +158,41 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
     return plans
 
 
+def _prepare_regression(name: str, predictor: Any, y: np.ndarray, var_bounds: Any, neighbouring: str) -> Any:
+    """The linear_regression statistics of a recognised regression: records [X (, 1), y], bounds with (1, 1)
+    for the intercept column."""
+    from ..families.linear_regression import LinearRegression
+
+    d = predictor.covariates
+    if var_bounds is not None and not isinstance(var_bounds, Mapping):
+        raise ValueError(f"bounds[{name!r}] must be a dict, e.g. {{'x': (lo, hi), 'y': (lo, hi)}}, got {var_bounds!r}.")
+    given = dict(var_bounds or {})
+    if "x" not in given or "y" not in given:
+        raise ValueError(
+            f"observed variable {name!r} is a linear regression on {d} covariate(s): the Laplace route privatises "
+            f"XᵀX, Xᵀy and yᵀy and needs the range of every covariate and of the outcome. Declare "
+            f"bounds={{{name!r}: {{'x': (lo, hi), 'y': (lo, hi)}}}} (x: one pair for all covariates, or arrays of "
+            f"{d}); records outside are clipped. Nothing was spent."
+        )
+    if predictor.has_intercept:
+        lo, hi = (np.broadcast_to(np.asarray(v, dtype=float), (d,)) for v in _pair(given["x"], name))
+        given["x"] = (np.r_[lo, 1.0], np.r_[hi, 1.0])
+    family = LinearRegression(n_features=predictor.design.shape[1])
+    records = np.column_stack([predictor.design, np.asarray(y, dtype=float).reshape(-1)])
+    try:
+        return prepare_statistics(records, family, bounds=given, neighbouring=neighbouring, name=name)
+    except ValueError as err:
+        raise type(err)(f"observed variable {name!r} (a linear regression): {err}") from None
+
+
+def _pair(value: Any, name: str) -> tuple[Any, Any]:
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds[{name!r}]['x'] must be a (lo, hi) pair, got {value!r}.") from None
+    return lo, hi
+
+
 def _rebuild_without_records(
     model: Any,
     stats: Mapping[str, PrivateStatistics],
@@ -163,11 +203,11 @@ def _rebuild_without_records(
     import pytensor.tensor as pt
     from pymc.model.fgraph import (
         ModelDeterministic,
+        ModelFreeRV,
         ModelNamed,
         ModelObservedRV,
         ModelVar,
     )
-    from pytensor.graph.fg import Output
 
     try:
         fg, initvals = fgraph_of_model(model)
@@ -177,6 +217,7 @@ def _rebuild_without_records(
             "pmdp.observe_stats instead."
         ) from None
     declared_sizes = list(getattr(fg, "_dim_lengths", {}).values())  # the lengths of the model's dims: not data
+    free_outputs = [n.outputs[0] for n in fg.apply_nodes if isinstance(n.op, ModelFreeRV)]
     all_observed = [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]
     observed_nodes = [n for n in all_observed if n.outputs[0].name not in public]
     observed_outputs = {n.outputs[0] for n in observed_nodes}
@@ -189,7 +230,12 @@ def _rebuild_without_records(
     for node in observed_nodes:
         name = node.outputs[0].name
         s = stats[name]
-        _, params = s.family.from_dist(node.inputs[0])
+        if s.family.name == "linear_regression":
+            rows = int(np.shape(_observed_value(node.inputs[1]))[0])
+            predictor = linear_regression_of(node.inputs[0], rows, free_outputs, declared_sizes)
+            params = {"beta": predictor.coefficients, "sigma": predictor.sigma}
+        else:
+            _, params = s.family.from_dist(node.inputs[0])
         make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
         loglik = pt.as_tensor(statistics_loglik(s, params, noise_aware[name], make_mixing))
         pot = model_var("potential", loglik, f"{name}_stats")
@@ -210,10 +256,12 @@ def _rebuild_without_records(
     for node in observed_nodes:
         if node in fg.apply_nodes:
             fg.remove_node(node)
-    # Data containers nothing uses any more.
+    # Data containers nothing uses any more (clients left behind by the removed likelihoods do not count).
     for node in list(fg.apply_nodes):
-        if isinstance(node.op, ModelNamed) and all(isinstance(c.op, Output) for c, _ in fg.clients[node.outputs[0]]):
-            fg.remove_node(node)
+        if isinstance(node.op, ModelNamed):
+            others = [o for o in fg.outputs if o is not node.outputs[0]] + new_outputs
+            if node.outputs[0] not in set(ancestors(others)):
+                fg.remove_node(node)
 
     leaves = data_leaves(
         [o for o in fg.outputs if o not in public_outputs], blockers=public_outputs, record_counts=record_counts,
@@ -438,9 +486,19 @@ def _check_public(model: Any, public: Any) -> frozenset[str]:
     return names
 
 
+def _observed_value(value: Any) -> np.ndarray:
+    return np.asarray(value.get_value(borrow=True) if hasattr(value, "get_value") else value.data)
+
+
 def _use_noise_aware(setting: bool | str, family: Any, neighbouring: str, name: str) -> bool:
     """Decide, before anything is spent, which likelihood each observed variable gets."""
-    available = family.supports_noise_aware and neighbouring == "replace"
+    if family.name == "linear_regression" and setting is True:
+        raise ValueError(
+            f"observed variable {name!r}: a regression recognised in the model gets the plug-in likelihood (the "
+            "noise-aware one needs a model of the covariates: build it with pmdp.privatize + pmdp.observe_stats "
+            "and x_mu/x_sigma); use noise_aware='auto' or False (nothing was spent)."
+        )
+    available = family.supports_noise_aware and neighbouring == "replace" and family.name != "linear_regression"
     if setting == "auto":
         return available
     if setting is True and not available:
