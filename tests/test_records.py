@@ -72,13 +72,11 @@ def _terms(build):
     return clipped, clip_terms(clipped.observed_RVs[0], clipped)
 
 
-def test_clip_loglik_serves_mixtures_censored_custom_and_time_series_with_their_term_counts():
+def test_clip_loglik_serves_mixtures_custom_and_time_series_with_their_term_counts():
     walk = np.cumsum(Y)
     cases = {
         "mixture": (lambda: pm.NormalMixture("y", w=pm.Dirichlet("w", np.ones(2)), mu=np.array([-1.0, 1.0]), sigma=1.0,
                                               observed=Y), 1),
-        "censored": (lambda: pm.Censored("y", pm.Normal.dist(pm.Normal("m"), 1), lower=-1, upper=1,
-                                         observed=np.clip(Y, -1, 1)), 1),
         "custom": (lambda: pm.CustomDist("y", pm.Normal("m"), logp=lambda v, m: -0.5 * (v - m) ** 2, observed=Y), 1),
         "two columns": (lambda: pm.Normal("y", pm.Normal("m"), 1, observed=Y.reshape(25, 2)), 2),
         "multinomial rows": (lambda: pm.Multinomial("y", n=5, p=pm.Dirichlet("p", np.ones(3)),
@@ -163,3 +161,57 @@ def test_the_laplace_route_privatises_a_regression_as_written(intercept, data):
     assert float(post["sigma"].mean()) == pytest.approx(0.3, abs=0.1)
     if intercept:
         assert float(post["intercept"].mean()) == pytest.approx(0.5, abs=0.1)
+
+
+# --------------------------------------------------------------------------- found by an audit of the docs
+
+
+def test_a_likelihood_whose_log_density_the_clip_cannot_reach_is_refused():
+    """PyMC derives pm.Censored's and pm.CustomDist(dist=...)'s log-density from the generating graph, past
+    the clipped one: the clip would be silently ignored (single terms of -27 000 under a clip of [-5, 0])."""
+    with pm.Model() as censored:
+        pm.Censored("y", pm.Normal.dist(pm.Normal("m"), pm.HalfNormal("s")), lower=-1, upper=1,
+                    observed=np.clip(Y, -1, 1))
+    with pm.Model() as generated:
+        s = pm.HalfNormal("s", 1)
+        pm.CustomDist("y", s, dist=lambda s, size: pt.cumsum(pm.Normal.dist(0, s, size=size)), observed=np.cumsum(Y))
+    for model in (censored, generated):
+        with pytest.raises(ValueError, match="clip cannot reach it.*method='saa'"):
+            pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -5, 0))
+
+
+MIXING_TERMS = {
+    "an observed value centred on its mean": lambda: pm.Normal(
+        "y", pm.Normal("mu"), 1, observed=pm.Data("yd", Y) - pm.Data("yd2", Y).mean()),
+    "a custom logp using a covariate's mean": lambda: pm.CustomDist(
+        "y", X[:, 0], pm.Normal("mu"), logp=lambda v, x, mu: pm.logp(pm.Normal.dist(mu + x.mean(), 1), v), observed=Y),
+    "a custom logp centring the values": lambda: pm.CustomDist(
+        "y", pm.Normal("mu"), logp=lambda v, mu: pm.logp(pm.Normal.dist(mu, 1), v - v.mean()), observed=Y),
+    "an index array broadcast against the per-record index": lambda: pm.Normal(
+        "y", pm.Normal("alpha", 0, 1, shape=(51, 50))[IDX, pt.arange(50)[:, None]].sum(axis=1), 1, observed=Y),
+}
+
+
+@pytest.mark.parametrize("name", MIXING_TERMS)
+def test_terms_that_mix_records_are_refused_wherever_the_mixing_happens(name):
+    with pm.Model() as model:
+        MIXING_TERMS[name]()
+    with pytest.raises(ValueError, match="reach|not one per record"):
+        pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -5, 0))
+
+
+def test_one_invalid_row_moves_only_its_own_term():
+    """PyMC checks a parameter vector with one all(): a NaN covariate (or a zero standard error) in one row
+    would push every record's term to the clip's lower end. Under the clip each row stands alone."""
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    terms = []
+    for design in (X, bad):
+        with pm.Model() as model:
+            b = pm.Normal("b", 0, 2.5, shape=2)
+            pm.Bernoulli("y", logit_p=pt.as_tensor(design) @ b, observed=(Y > 0).astype(int))
+        clipped = pmdp.clip_loglik(model, -6, 0)
+        (term,) = clipped.logp(vars=clipped.observed_RVs, sum=False, jacobian=False)
+        terms.append(clipped.compile_fn(term, inputs=clipped.value_vars)({"b": np.array([1.0, 0.5])}))
+    assert terms[1][0] == -6.0
+    np.testing.assert_array_equal(terms[0][1:], terms[1][1:])

@@ -104,10 +104,35 @@ def _clipped_logprob(base: Any) -> Any:
                 steps = _autoregressive_steps(op, value, inputs)
             else:
                 steps = _strip_last_sum(base(op, values, *inputs, **kwargs))
-            return pt.clip(steps, lower, upper).sum(axis=-1)
-        return pt.clip(base(op, values, *inputs, **kwargs), lower, upper)
+            return _clip(steps, lower, upper).sum(axis=-1)
+        return _clip(base(op, values, *inputs, **kwargs), lower, upper)
 
     return logprob
+
+
+def _without_parameter_checks(terms: Any) -> Any:
+    """``terms`` without PyMC's parameter checks: each is one ``all()`` over every record's parameters, so one
+    record with an invalid covariate or per-record parameter would turn every term to -inf. Without them an
+    invalid row makes only its own term NaN or infinite (then clipped, NaN to ``lower``)."""
+    from pymc.logprob.utils import CheckParameterValue
+    from pytensor.graph.replace import graph_replace
+
+    from ._graph import ancestors
+
+    for _ in range(100):  # a check's input may hold further checks: replace until none is left
+        checks = {v: v.owner.inputs[0] for v in ancestors([terms])
+                  if v.owner is not None and isinstance(v.owner.op, CheckParameterValue)}
+        if not checks:
+            return terms
+        terms = graph_replace(terms, checks, strict=False)
+    raise ValueError("cannot remove the parameter checks of this likelihood.")  # pragma: no cover
+
+
+def _clip(terms: Any, lower: float, upper: float) -> Any:
+    import pytensor.tensor as pt
+
+    terms = _without_parameter_checks(terms)
+    return pt.clip(pt.switch(pt.isnan(terms), lower, terms), lower, upper)
 
 
 def _rebuild_clipped(base_op: Any, lower: float, upper: float, per_step: bool) -> Any:

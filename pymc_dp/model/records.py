@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["check_record_local", "RecordLocalityError", "per_record_leaves"]
+__all__ = ["check_record_local", "check_terms_record_local", "RecordLocalityError", "per_record_leaves"]
 
 #: The walk's "no record axis" marker.
 SHARED = None
@@ -71,9 +71,10 @@ def _op_label(node: Any) -> str:
 
 
 class _Walk:
-    def __init__(self, aligned: Sequence[Any], blockers: Sequence[Any]) -> None:
+    def __init__(self, aligned: Sequence[Any], blockers: Sequence[Any], neighbouring: str = "replace") -> None:
         self.axis: dict[Any, int | None] = {leaf: 0 for leaf in aligned}
         self.blockers = set(blockers)
+        self.neighbouring = neighbouring
 
     def __call__(self, var: Any) -> int | None:
         if var in self.axis:
@@ -116,12 +117,31 @@ class _Walk:
             if any(a is not SHARED for a in axes[1:]):
                 self._fail(node, "records in a shape")
             return axes[0]
-        if isinstance(op, CAReduce):
+        if isinstance(op, CAReduce) or kind == "LogSumExp":
             a = axes[0]
-            reduced = range(node.inputs[0].type.ndim) if op.axis is None else tuple(op.axis)
+            ndim = node.inputs[0].type.ndim
+            reduced = range(ndim) if op.axis is None else tuple(r % ndim for r in op.axis)
             if a in reduced:
                 self._fail(node, "a reduction over the records")
-            return a - sum(1 for r in reduced if r < a)
+            return a if getattr(op, "keepdims", False) else a - sum(1 for r in reduced if r < a)
+        if kind in ("Softmax", "LogSoftmax"):
+            ndim = node.inputs[0].type.ndim
+            over = tuple(range(ndim)) if op.axis is None else tuple(
+                a % ndim for a in (op.axis if isinstance(op.axis, (tuple, list)) else (op.axis,))
+            )
+            if axes[0] in over:
+                self._fail(node, "a normalisation over the records")
+            return axes[0]
+        if kind in ("Shape", "Shape_i"):
+            # Shapes are public structure; the record count only under replace-one (N public).
+            on_records = kind == "Shape" or op.i == axes[0]
+            if on_records and self.neighbouring != "replace":
+                self._fail(node, "the number of records, private under add/remove")
+            return SHARED
+        if kind == "Alloc":
+            if any(a is not SHARED for a in axes[1:]):
+                self._fail(node, "records in a shape")
+            return axes[0] + var.type.ndim - node.inputs[0].type.ndim
         if kind in ("Dot", "Matmul") or (kind == "Blockwise" and type(op.core_op).__name__ in ("Dot", "Matmul")):
             return self._product(node, var, axes)
         if kind == "Subtensor":
@@ -158,10 +178,12 @@ class _Walk:
     def _advanced_index(self, node: Any, axes: list[int | None]) -> int:
         if axes[0] is not SHARED:
             self._fail(node, "the records indexed by another array")
-        indices = [(i, ax) for i, ax in zip(node.inputs[1:], axes[1:]) if hasattr(i, "type")]
+        indices = [(i, ax) for i, ax in zip(node.inputs[1:], axes[1:]) if hasattr(i.type, "ndim")]
         for index, ax in indices:
             if ax is not SHARED and (ax != 0 or index.type.ndim != 1):
                 self._fail(node, "a per-record index of more than one dimension")
+            if ax is SHARED and index.type.ndim > 0:
+                self._fail(node, "a per-record index broadcast against another index array (the record axis moves)")
         entries = list(getattr(node.op, "idx_list", ()))
         if entries and isinstance(entries[0], slice):
             self._fail(node, "a per-record index after a slice")
@@ -205,3 +227,18 @@ def check_record_local(
                 f"parameter {key!r} of {rv.name!r} varies by record along an axis that is not the records' "
                 "(the first axis of the observed values)"
             )
+
+
+def check_terms_record_local(term: Any, aligned: Sequence[Any], blockers: Sequence[Any], neighbouring: str) -> None:
+    """Prove that a clipped log-likelihood's terms (``term``, one per record along axis 0) are row-local.
+
+    ``term`` is the observed variable's elementwise log-likelihood graph as PyMC builds it
+    (distribution, custom ``logp`` and observed value expression included). Raises
+    :class:`RecordLocalityError` naming the operation that mixes records.
+    """
+    if term.type.ndim == 0:
+        return
+    walk = _Walk(aligned, blockers, neighbouring)
+    axis = walk(term)
+    if axis is not SHARED and axis != 0:
+        raise RecordLocalityError("the log-likelihood terms are not indexed by the records along their first axis")

@@ -399,6 +399,46 @@ def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], rec
         ) from None
 
 
+def _check_clipped_terms(rv: Any, model: Any, neighbouring: str, per_step: bool) -> None:
+    """Prove that the clip reaches ``rv``'s log-likelihood as PyMC computes it, and that its terms are row-local.
+
+    PyMC derives some log-densities from the generating graph (``pm.Censored``,
+    ``pm.CustomDist(dist=...)``) rather than from the distribution's registered one; a
+    clip cannot reach those. A custom ``logp`` or an observed value computed from the
+    data can mix records; the walk over the whole term graph refuses that.
+    """
+    from .records import check_terms_record_local
+
+    (term,) = model.logp(vars=[rv], sum=False, jacobian=False)
+    top = term
+    while top.owner is not None and type(top.owner.op).__name__ in ("SpecifyShape", "Sum", "DimShuffle"):
+        top = top.owner.inputs[0]
+    if top.owner is None or type(getattr(top.owner.op, "scalar_op", None)).__name__ != "Clip":
+        raise ValueError(
+            f"observed variable {rv.name!r}: PyMC derives this likelihood's log-density from the graph that generates "
+            f"it ({type(rv.owner.op).__name__.removeprefix('LoglikClipped')}), and a log-likelihood clip cannot reach "
+            "it, so no sensitivity can be proven (pm.Censored and pm.CustomDist(dist=...) are such likelihoods). Use "
+            "method='saa', or write the likelihood with pm.CustomDist(logp=...). Nothing was spent."
+        )
+    if per_step:
+        return
+    records = _record_counts(model)[list(model.observed_RVs).index(rv)]
+    leaves = data_leaves([term], blockers=(), record_counts=[records], public=dim_lengths(model))
+    aligned, other = per_record_leaves(leaves, records)
+    try:
+        if other:
+            raise RecordLocalityError(
+                f"data without one row per record ({', '.join(describe_leaf(v) for v in other)}) reaches its terms"
+            )
+        check_terms_record_local(term, aligned, (), neighbouring)
+    except RecordLocalityError as err:
+        raise ValueError(
+            f"observed variable {rv.name!r}: its log-likelihood terms, as PyMC computes them (distribution, custom "
+            f"logp, observed values), are not one per record: {err}. One record must reach only its own terms for "
+            "the clip to bound its influence. Nothing was spent."
+        ) from None
+
+
 def _variable_sensitivity(
     rv: Any, model: Any, bounds: Mapping[str, Any] | None, neighbouring: str
 ) -> tuple[float, str, Any, dict[str, Any]]:
@@ -407,6 +447,7 @@ def _variable_sensitivity(
     if clip is not None:
         span = clip[1] - clip[0]
         terms = clip_terms(rv, model)
+        _check_clipped_terms(rv, model, neighbouring, terms.dependent)
         where = f"log-likelihood terms clipped to [{clip[0]:g}, {clip[1]:g}]; {terms.why}"
         if neighbouring == "replace":
             return terms.per_record * span, f"{where}: {terms.per_record} × (upper − lower)", None, {}

@@ -146,6 +146,8 @@ def block_model(model: Any, rows: np.ndarray, leaves: Sequence[Any] | None = Non
             if coords.get(dim) is not None:
                 coords[dim] = tuple(np.asarray(coords[dim], dtype=object)[rows])
     outputs = clone_replace(list(fg.outputs), replace=replace, rebuild_strict=False)
+    for old, new in zip(fg.outputs, outputs):  # PyMC 5 names model variables by their outputs' names
+        new.name = old.name
     new_fg = FunctionGraph(outputs=outputs, clone=False)
     new_fg._coords, new_fg._dim_lengths = coords, lengths
     return _compat.model_of_fgraph(new_fg, {})
