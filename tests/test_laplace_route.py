@@ -102,13 +102,20 @@ def test_unsupported_family_is_named_and_points_to_ops():
         pmdp.privatize_model(model, 1.0)
 
 
-def test_per_record_parameters_are_refused_with_a_pointer_to_regression():
+def test_a_regression_is_recognised_and_a_glm_is_refused_with_the_routes_that_serve_it():
     x = np.linspace(0, 1, 20)
     with pm.Model() as model:
         beta = pm.Normal("beta")
         pm.Normal("y", mu=beta * pm.Data("x", x), sigma=1.0, observed=2 * x)
-    with pytest.raises(ValueError, match="linear_regression"):
+    with pytest.raises(ValueError, match=r"linear regression on 1 covariate.*'y': \(lo, hi\)"):
         pmdp.privatize_model(model, 1.0, bounds={"y": {"x": (-5, 5)}})
+    private = pmdp.privatize_model(model, 1.0, bounds={"y": {"x": (0, 1), "y": (0, 2)}}, rng=0)
+    assert private.ledger.entries[0].touched.startswith("y")
+    with pm.Model() as glm:
+        beta = pm.Normal("beta")
+        pm.Poisson("c", mu=pm.math.exp(beta * pm.Data("x", x)), observed=np.arange(20) % 3)
+    with pytest.raises(ValueError, match="loglik_clip.*method='saa'"):
+        pmdp.privatize_model(glm, 1.0, bounds={"c": {"upper": 5}})
 
 
 def test_a_failure_on_any_variable_spends_nothing(records):

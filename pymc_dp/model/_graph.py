@@ -6,7 +6,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["ancestors", "data_leaves", "describe_leaf", "only_constants"]
+__all__ = ["ancestors", "data_leaves", "describe_leaf", "dim_lengths", "group_level_data", "only_constants"]
 
 
 def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[Any]:
@@ -70,8 +70,33 @@ def data_leaves(
 
 
 def dim_lengths(model: Any) -> list[Any]:
-    """The variables holding the lengths of ``model``'s dims (declared sizes, not data)."""
-    return list(getattr(model, "dim_lengths", {}).values())
+    """The variables holding the lengths of ``model``'s dims (declared sizes, not data), and group-level data.
+
+    Group-level data is a ``pm.Data`` container declared with dims none of which is as
+    long as an observed variable's records (``pm.Data("uranium", u, dims="county")``):
+    a covariate of the groups, public like the dims themselves. Any other container is data.
+    """
+    return list(getattr(model, "dim_lengths", {}).values()) + group_level_data(model)
+
+
+def group_level_data(model: Any) -> list[Any]:
+    """``pm.Data`` containers declared with dims, none as long as the records (see :func:`dim_lengths`)."""
+    records = set()
+    for rv in getattr(model, "observed_RVs", []):
+        value = model.rvs_to_values.get(rv)
+        data = value.get_value(borrow=True) if hasattr(value, "get_value") else getattr(value, "data", None)
+        if data is not None and np.ndim(data):
+            records.add(int(np.shape(data)[0]))
+    out = []
+    dims_of = getattr(model, "named_vars_to_dims", {})
+    for var in getattr(model, "data_vars", []):
+        dims = dims_of.get(var.name) or ()
+        if not dims or any(d is None for d in dims):
+            continue
+        lengths = {int(np.asarray(model.dim_lengths[d].eval())) for d in dims if d in model.dim_lengths}
+        if len(lengths) == len(set(dims)) and not lengths & records:
+            out.append(var)
+    return out
 
 
 def describe_leaf(var: Any) -> str:

@@ -148,9 +148,10 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
     if unsupported:
         raise ValueError(
             "cannot privatise these observed variables with method='laplace': "
-            + "; ".join(unsupported)
-            + ". Their likelihood is not one of the supported exponential families; use method='ops' "
-            "(a tempered posterior with a bounded log-likelihood) for them."
+            + "; ".join(u.rstrip(".") for u in unsupported)
+            + ". The Laplace route needs an exponential family whose parameters are shared by all records, or a "
+            "linear regression; for these likelihoods use method='ops' or 'gibbs' with loglik_clip=(lower, upper), "
+            "or method='saa'."
         )
     unknown = sorted(set(bounds) - set(plans))
     if unknown:

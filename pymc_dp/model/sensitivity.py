@@ -245,8 +245,8 @@ def parameter_range(var: Any, model: Any) -> tuple[float, float]:
         if v in free:
             return _free_range(v, model, rng)
         owner = v.owner
-        if owner is None:
-            return _UNBOUNDED  # a shared variable (data): refused elsewhere
+        if owner is None:  # group-level pm.Data (record data is refused before this is asked)
+            return _constant_range(v.get_value(borrow=True)) if hasattr(v, "get_value") else _UNBOUNDED
         if only_constants(v):
             return _constant_range(v.eval())
         op = owner.op
@@ -368,7 +368,9 @@ def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
 def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], records: int) -> None:
     """Allow per-record arrays in ``rv``'s parameters only as part of its records, under a log-likelihood clip."""
     aligned, other = per_record_leaves(leaves, records)
-    names = ", ".join(describe_leaf(v) for v in leaves)
+    if not aligned and not other:
+        return  # group-level data only: public, like a NumPy constant of its size
+    names = ", ".join(describe_leaf(v) for v in aligned or leaves)
     if other:
         raise ValueError(
             f"the parameters of the observed variable {rv.name!r} depend on data that is not one row per record "

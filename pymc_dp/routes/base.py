@@ -208,11 +208,40 @@ def check_step_model(keywords: Mapping[str, Any], sampled_is_copy: bool, method:
         )
 
 
+def check_observed_values(model: Any) -> None:
+    """Refuse observed values computed from the data by an operation that mixes records (e.g. ``y - y.mean()``).
+
+    Every route reads record i as row i of the observed value; a value built across
+    rows would let one record move every row. Values that are data containers or
+    constants, or row-by-row expressions of them, pass.
+    """
+    from ..model._graph import data_leaves, dim_lengths
+    from ..model.records import RecordLocalityError, check_terms_record_local, per_record_leaves
+
+    for rv in model.observed_RVs:
+        value = model.rvs_to_values.get(rv)
+        if value is None or value.owner is None:
+            continue
+        records = int(value.shape[0].eval()) if value.type.ndim else 1
+        leaves = data_leaves([value], record_counts=[records], public=dim_lengths(model))
+        aligned, other = per_record_leaves(leaves, records)
+        try:
+            if other:
+                raise RecordLocalityError("data without one row per record enters them")
+            check_terms_record_local(value, aligned, (), "replace")
+        except RecordLocalityError as err:
+            raise ValueError(
+                f"the observed values of {rv.name!r} are computed from the data across records ({err}): record i "
+                "must be row i of what is observed. Compute them before the model, row by row. Nothing was spent."
+            ) from None
+
+
 def check_request(model: Any, draws: Any, keywords: Mapping[str, Any]) -> None:
-    """The checks every route makes before it plans: keywords, sampling arguments, missing values."""
+    """The checks every route makes before it plans: keywords, sampling arguments, missing values, observed values."""
     check_pm_sample_keywords(keywords)
     check_sampling_arguments(draws, keywords)
     check_no_missing_values(model)
+    check_observed_values(model)
 
 
 #: ``init=`` methods ``pm.sample`` knows.

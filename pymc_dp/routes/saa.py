@@ -53,6 +53,7 @@ from ..accounting.validation import check_epsilon, check_finite_number
 from ..families.privatize import PUBLIC_N
 from ..mechanisms.laplace import laplace_mechanism
 from ..model._graph import data_leaves, describe_leaf, dim_lengths
+from ..model.records import per_record_leaves
 from ..trace import check_release_plan
 from .base import Ran, RoutePlan, check_initvals, check_step_model
 from .options import SAA
@@ -106,7 +107,7 @@ def _data_to_slice(model: Any, records: int) -> list[Any]:
     values = [model.rvs_to_values[rv] for rv in model.observed_RVs]
     leaves = data_leaves([*outputs, *values], blockers=(), record_counts=[records], public=public)
     leaves += [v for v in values if v.owner is None and v not in leaves]
-    unaligned = [v for v in leaves if _leaf_rows(v) != records]
+    aligned, unaligned = per_record_leaves(leaves, records)
     if unaligned:
         raise ValueError(
             "method='saa' gives each block its own rows of every per-record array, but "
@@ -115,7 +116,7 @@ def _data_to_slice(model: Any, records: int) -> list[Any]:
             "sliced or transposed would reach every block. Pass per-record inputs with one row per record. "
             "Nothing was spent."
         )
-    return leaves
+    return aligned
 
 
 def block_model(model: Any, rows: np.ndarray, leaves: Sequence[Any] | None = None) -> Any:
@@ -197,21 +198,29 @@ def _record_sizes(fg: Any, records: int, size: int) -> dict[Any, Any]:
 
     free = [n.outputs[0] for n in fg.apply_nodes if isinstance(n.op, ModelFreeRV)]
     free_rvs = [n.inputs[0] for n in fg.apply_nodes if isinstance(n.op, ModelFreeRV)]
-    sizing = []
+    from pymc.distributions.timeseries import RandomWalkRV
+
+    sizing, offset = [], 0
     for node in [n for n in fg.apply_nodes if isinstance(n.op, ModelObservedRV)]:
         rv = node.inputs[0]
         if isinstance(rv.owner.op, RandomVariable):
             sizing.append(rv.owner.inputs[1])
         else:
             sizing += [i for i in rv.owner.inputs if getattr(i.type, "ndim", None) == 0 and "int" in str(i.dtype)]
+            # component distributions (a mixture's, a time series' innovations) carry sizes of their own
+            sizing += [v.owner.inputs[1] for v in ancestors(list(rv.owner.inputs), blockers=[*free, *free_rvs])
+                       if v.owner is not None and isinstance(v.owner.op, RandomVariable)]
+            if isinstance(rv.owner.op, RandomWalkRV):
+                offset = 1  # a random walk's steps: one fewer than its points
     out = {}
     for var in ancestors(sizing, blockers=[*free, *free_rvs]):
-        if isinstance(var, Constant) and "int" in str(var.dtype) and np.ndim(var.data) <= 1 and np.size(var.data):
+        if isinstance(var, Constant) and "int" in str(getattr(var, "dtype", "")) and np.ndim(var.data) <= 1 and np.size(var.data):
             value = np.atleast_1d(var.data)
-            if int(value[0]) == records:
-                new = value.copy()
-                new[0] = size
-                out[var] = pt.constant(new.reshape(np.shape(var.data)), dtype=var.dtype)
+            for shift in {0, offset}:
+                if int(value[0]) == records - shift:
+                    new = value.copy()
+                    new[0] = size - shift
+                    out[var] = pt.constant(new.reshape(np.shape(var.data)), dtype=var.dtype)
     return out
 
 
@@ -382,6 +391,31 @@ class SAARun(RoutePlan):
         return _compat.new_trace({"posterior": xr.Dataset(variables, coords=coords)})
 
 
+def _probe_block(model: Any, rows: np.ndarray, leaves: Sequence[Any]) -> Any:
+    """A block model built and evaluated once before anything is spent: a model whose sizes cannot be cut to
+    a block (a size fixed by a number rather than by the data or a dim) is refused here, not mid-run."""
+    import logging
+
+    quiet = [logging.getLogger(name) for name in ("pytensor", "pytensor.graph.rewriting.basic")]
+    levels = [logger.level for logger in quiet]
+    try:
+        for logger in quiet:  # PyTensor logs failed rewrites with the constants in them: the records
+            logger.setLevel(logging.CRITICAL)
+        part = block_model(model, rows, leaves)
+        value = part.compile_logp()(part.initial_point())
+    except Exception as err:  # noqa: BLE001 - whatever PyTensor says of a model it cannot cut, said before any spend
+        raise ValueError(
+            f"method='saa' could not fit this model to a block of {len(rows)} records ({type(err).__name__}: "
+            f"{str(err)[:200]}). Every size that follows the number of records must come from the observed data or "
+            "from a dim declared in coords (shape=N written as a number, and some time-series and mixture "
+            "likelihoods, cannot be cut). Nothing was spent."
+        ) from None
+    finally:
+        for logger, level in zip(quiet, levels):
+            logger.setLevel(level)
+    return part
+
+
 def _released_names(model: Any, parts: Any, var_names: Any) -> list[str]:
     """Free variables whose shape does not depend on the records (the same in a block as in the model)."""
     same = [
@@ -432,7 +466,7 @@ def plan_saa(
     contiguous = options.partition == "contiguous" or (options.partition == "auto" and _is_time_series(model))
     if options.partition not in ("auto", "random", "contiguous"):
         raise ValueError(f"partition must be 'auto', 'random' or 'contiguous', got {options.partition!r}.")
-    probe = block_model(model, np.arange(records // k), leaves)
+    probe = _probe_block(model, np.arange(records // k), leaves)
     check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring)
     check_initvals(model, pm_kwargs.get("initvals"))
     names = _released_names(model, probe, pm_kwargs.get("var_names"))

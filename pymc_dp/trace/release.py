@@ -19,6 +19,7 @@ import xarray as xr
 
 from ..accounting import PrivacyLedger
 from .. import _compat
+from ..model._graph import group_level_data
 from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_dp_version
 
 __all__ = [
@@ -143,6 +144,7 @@ def _shape_reads_data(model: Any, var: Any) -> str | None:
     # The length of a dim declared with coords (a shared scalar on PyMC 6) is a size the
     # model declares, not data; a dim whose length follows a data container is not a leaf.
     declared = {v for v in getattr(model, "dim_lengths", {}).values() if getattr(v, "owner", None) is None}
+    declared |= set(group_level_data(model))  # pm.Data with group dims: public, as its dims are
     for leaf in _ancestors([var.shape], blockers=[]):
         if leaf in declared:
             continue
