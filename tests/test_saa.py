@@ -121,3 +121,48 @@ def test_auto_never_lets_record_values_choose_the_route():
     with pytest.raises(pmdp.accounting.validation.RecordValueError, match="outside the support"):
         pmdp.sample(50, epsilon=1.0, model=counts, bounds={"c": {"upper": 20}}, ledger=ledger, **QUIET)
     assert len(ledger) == 0
+
+
+def test_saa_refuses_a_model_it_cannot_cut_before_spending_without_quoting_records():
+    rng = np.random.default_rng(5)
+    with pm.Model() as censored:
+        mu = pm.Normal("mu", 0, 2)
+        pm.Censored("y", pm.Normal.dist(mu, 1.0), lower=-1, upper=1, observed=np.clip(rng.normal(0.3, 1, 60), -1, 1))
+    with pm.Model() as walk:
+        s = pm.HalfNormal("s", 1)
+        pm.GaussianRandomWalk("y", sigma=s, init_dist=pm.Normal.dist(0, 10), observed=np.cumsum(rng.normal(size=60)))
+    for model, ranges in ((censored, {"mu": (-3, 3)}), (walk, {"s": (0, 3)})):
+        ledger = pmdp.PrivacyLedger()
+        with pytest.raises(ValueError, match="could not fit this model to a block") as err:
+            pmdp.sample(50, epsilon=1.0, method="saa", model=model, ranges=ranges, blocks=3, ledger=ledger, **QUIET)
+        assert len(ledger) == 0 and "array(" not in str(err.value)  # PyTensor's message quotes constants
+
+
+def test_group_level_data_declared_with_dims_is_public_on_every_route():
+    rng = np.random.default_rng(6)
+    idx, y = rng.integers(0, 5, 120), rng.normal(size=120)
+    with pm.Model(coords={"county": range(5)}) as model:
+        uranium = pm.Data("uranium", rng.normal(size=5), dims="county")
+        g = pm.Normal("g", 0, 1, shape=2)
+        a = pm.Normal("a", g[0] + g[1] * uranium, 1.0, dims="county")
+        pm.Normal("y", a[pm.Data("county_idx", idx)], 1.0, observed=y)
+    assert pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -8, 1)).total == 9
+    idata = pmdp.sample(20, epsilon=10.0, model=model, loglik_clip=(-8, 1), random_seed=1, **QUIET)
+    assert {"g", "a"} <= set(_compat.get_group(idata, "posterior").data_vars)
+    with pm.Model() as undeclared:  # a container without group dims is data
+        scale = pm.Data("scale", np.array(0.5))
+        pm.Normal("y", pm.Normal("m", 0, scale), 1.0, observed=y)
+    with pytest.raises(ValueError, match="prior of 'm' depend"):
+        pmdp.loglik_sensitivity(pmdp.clip_loglik(undeclared, -8, 1))
+
+
+@pytest.mark.parametrize("method", ["laplace", "ops", "saa"])
+def test_observed_values_computed_across_records_are_refused_on_every_route(method):
+    y = np.random.default_rng(7).normal(size=40)
+    with pm.Model() as model:
+        yd = pm.Data("yd", y)
+        pm.Normal("y", pm.Normal("mu", 0, 1), 1, observed=yd - yd.mean())
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(ValueError, match="computed from the data across records"):
+        pmdp.sample(10, epsilon=1.0, method=method, model=model, ledger=ledger, **QUIET)
+    assert len(ledger) == 0

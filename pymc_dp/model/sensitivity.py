@@ -419,8 +419,8 @@ def _check_clipped_terms(rv: Any, model: Any, neighbouring: str, per_step: bool)
         raise ValueError(
             f"observed variable {rv.name!r}: PyMC derives this likelihood's log-density from the graph that generates "
             f"it ({type(rv.owner.op).__name__.removeprefix('LoglikClipped')}), and a log-likelihood clip cannot reach "
-            "it, so no sensitivity can be proven (pm.Censored and pm.CustomDist(dist=...) are such likelihoods). Use "
-            "method='saa', or write the likelihood with pm.CustomDist(logp=...). Nothing was spent."
+            "it, so no sensitivity can be proven (pm.Censored and pm.CustomDist(dist=...) are such likelihoods). Write "
+            "the likelihood with pm.CustomDist(logp=...), or try method='saa'. Nothing was spent."
         )
     if per_step:
         return

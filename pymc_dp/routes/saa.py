@@ -405,8 +405,8 @@ def _probe_block(model: Any, rows: np.ndarray, leaves: Sequence[Any]) -> Any:
         value = part.compile_logp()(part.initial_point())
     except Exception as err:  # noqa: BLE001 - whatever PyTensor says of a model it cannot cut, said before any spend
         raise ValueError(
-            f"method='saa' could not fit this model to a block of {len(rows)} records ({type(err).__name__}: "
-            f"{str(err)[:200]}). Every size that follows the number of records must come from the observed data or "
+            f"method='saa' could not fit this model to a block of {len(rows)} records (PyTensor raised "
+            f"{type(err).__name__}; its message is not repeated, as it can quote the records). Every size that follows the number of records must come from the observed data or "
             "from a dim declared in coords (shape=N written as a number, and some time-series and mixture "
             "likelihoods, cannot be cut). Nothing was spent."
         ) from None
