@@ -95,10 +95,12 @@ def _time_series_kind(op: Any) -> str | None:
 
 def _clipped_logprob(base: Any) -> Any:
     def logprob(op: Any, values: Any, *inputs: Any, **kwargs: Any) -> Any:
-        import pytensor.tensor as pt
+        import pymc as pm
 
         lower, upper = getattr(op, _CLIP_ATTR)
         (value,) = values
+        if getattr(op, "pymc_dp_inlined", False):  # Censored, CustomDist(dist=...): logp of the generating graph
+            return _clip(pm.logp(_inner_rv(op, inputs), value), lower, upper)
         if getattr(op, "pymc_dp_per_step", False):
             if _time_series_kind(op) == "ar":
                 steps = _autoregressive_steps(op, value, inputs)
@@ -113,19 +115,33 @@ def _clipped_logprob(base: Any) -> Any:
 def _without_parameter_checks(terms: Any) -> Any:
     """``terms`` without PyMC's parameter checks: each is one ``all()`` over every record's parameters, so one
     record with an invalid covariate or per-record parameter would turn every term to -inf. Without them an
-    invalid row makes only its own term NaN or infinite (then clipped, NaN to ``lower``)."""
+    invalid row makes only its own term NaN or infinite (then clipped, NaN to ``lower``).
+
+    Only the nodes above a check are rebuilt; everything below (the random variables PyMC
+    later replaces by their values) stays the same object.
+    """
     from pymc.logprob.utils import CheckParameterValue
-    from pytensor.graph.replace import graph_replace
 
-    from ._graph import ancestors
+    memo: dict[Any, Any] = {}
 
-    for _ in range(100):  # a check's input may hold further checks: replace until none is left
-        checks = {v: v.owner.inputs[0] for v in ancestors([terms])
-                  if v.owner is not None and isinstance(v.owner.op, CheckParameterValue)}
-        if not checks:
-            return terms
-        terms = graph_replace(terms, checks, strict=False)
-    raise ValueError("cannot remove the parameter checks of this likelihood.")  # pragma: no cover
+    def rebuild(var: Any) -> Any:
+        if var in memo:
+            return memo[var]
+        owner = var.owner
+        if owner is None:
+            out = var
+        elif isinstance(owner.op, CheckParameterValue):
+            out = rebuild(owner.inputs[0])
+        else:
+            inputs = [rebuild(i) for i in owner.inputs]
+            if all(a is b for a, b in zip(inputs, owner.inputs)):
+                out = var
+            else:
+                out = owner.clone_with_new_inputs(inputs, strict=False).outputs[owner.outputs.index(var)]
+        memo[var] = out
+        return out
+
+    return rebuild(terms)
 
 
 def _clip(terms: Any, lower: float, upper: float) -> Any:
@@ -133,6 +149,17 @@ def _clip(terms: Any, lower: float, upper: float) -> Any:
 
     terms = _without_parameter_checks(terms)
     return pt.clip(pt.switch(pt.isnan(terms), lower, terms), lower, upper)
+
+
+def _inner_rv(op: Any, inputs: Any) -> Any:
+    """The generating graph of a symbolic random variable PyMC inlines to derive its log-density."""
+    if hasattr(getattr(op, "fgraph", None), "bind"):  # PyMC >= 6
+        outputs = op.fgraph.bind(list(inputs))
+    else:  # pragma: no cover - PyMC 5
+        from pytensor.graph.replace import graph_replace
+
+        outputs = graph_replace(op.inner_outputs, dict(zip(op.inner_inputs, inputs)), strict=False)
+    return outputs[op.default_output]
 
 
 def _rebuild_clipped(base_op: Any, lower: float, upper: float, per_step: bool) -> Any:
@@ -150,6 +177,8 @@ def _clipped_class(cls: type) -> type:
     def key(self: Any) -> tuple:
         return (getattr(self, _CLIP_ATTR), getattr(self, "pymc_dp_per_step", False))
 
+    # (pickling rebuilds the op from the plain one, which sets pymc_dp_inlined again)
+
     def __eq__(self: Any, other: Any) -> bool:  # noqa: N807
         return cls.__eq__(self, other) and type(other) is type(self) and key(self) == key(other)
 
@@ -159,8 +188,10 @@ def _clipped_class(cls: type) -> type:
     def __reduce__(self: Any) -> tuple:  # noqa: N807 - picklable by reference, for multiprocess sampling
         plain = copy.copy(self)
         plain.__class__ = cls
-        for attr in (_CLIP_ATTR, "pymc_dp_per_step"):
+        for attr in (_CLIP_ATTR, "pymc_dp_per_step", "pymc_dp_inlined"):
             plain.__dict__.pop(attr, None)
+        if getattr(self, "pymc_dp_inlined", False):
+            plain.inline_logprob = True
         return (_rebuild_clipped, (plain, *key(self)[0], key(self)[1]))
 
     sub = type(
@@ -177,6 +208,11 @@ def _clipped_op(op: Any, lower: float, upper: float, per_step: bool) -> Any:
     new.__class__ = _clipped_class(type(op))
     setattr(new, _CLIP_ATTR, (float(lower), float(upper)))
     new.pymc_dp_per_step = bool(per_step)
+    if getattr(op, "inline_logprob", False):
+        # PyMC would inline the generating graph and derive its log-density there, past the clip: the
+        # clipped op derives it itself (from the same graph) and clips it.
+        new.inline_logprob = False
+        new.pymc_dp_inlined = True
     return new
 
 

@@ -404,10 +404,11 @@ def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], rec
 def _check_clipped_terms(rv: Any, model: Any, neighbouring: str, per_step: bool) -> None:
     """Prove that the clip reaches ``rv``'s log-likelihood as PyMC computes it, and that its terms are row-local.
 
-    PyMC derives some log-densities from the generating graph (``pm.Censored``,
-    ``pm.CustomDist(dist=...)``) rather than from the distribution's registered one; a
-    clip cannot reach those. A custom ``logp`` or an observed value computed from the
-    data can mix records; the walk over the whole term graph refuses that.
+    A clip that PyMC's log-density machinery bypassed (as it once did for the likelihoods
+    it derives from their generating graph: :mod:`pymc_dp.model.loglik_clip` now derives
+    and clips those itself) would leave Δ unbounded: the top of the term graph must be
+    the clip. A custom ``logp``, a generating graph or an observed value computed from
+    the data can mix records; the walk over the whole term graph refuses that.
     """
     from .records import check_terms_record_local
 
@@ -417,10 +418,10 @@ def _check_clipped_terms(rv: Any, model: Any, neighbouring: str, per_step: bool)
         top = top.owner.inputs[0]
     if top.owner is None or type(getattr(top.owner.op, "scalar_op", None)).__name__ != "Clip":
         raise ValueError(
-            f"observed variable {rv.name!r}: PyMC derives this likelihood's log-density from the graph that generates "
-            f"it ({type(rv.owner.op).__name__.removeprefix('LoglikClipped')}), and a log-likelihood clip cannot reach "
-            "it, so no sensitivity can be proven (pm.Censored and pm.CustomDist(dist=...) are such likelihoods). Write "
-            "the likelihood with pm.CustomDist(logp=...), or try method='saa'. Nothing was spent."
+            f"observed variable {rv.name!r}: PyMC computes this likelihood's log-density "
+            f"({type(rv.owner.op).__name__.removeprefix('LoglikClipped')}) in a way the log-likelihood clip does not "
+            "reach, so no sensitivity can be proven. Write the likelihood with pm.CustomDist(logp=...), or try "
+            "method='saa'. Nothing was spent."
         )
     if per_step:
         return
