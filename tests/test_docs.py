@@ -152,6 +152,8 @@ def test_every_readme_example_runs_as_written(tmp_path: Path, monkeypatch: pytes
     # The temperature was fitted so that the tight (PLD/RDP) total at δ = 1e-6 is ε = 2.
     assert pmdp.ledger(namespace["chain"]).total("best", delta=1e-6).epsilon == pytest.approx(2.0, rel=1e-3)
     assert namespace["release"].entry.epsilon == pytest.approx(1.0)
+    assert pmdp.ledger(namespace["clipped"]).entries[0].details["route"] == "ops"
+    assert pmdp.ledger(namespace["blocks"]).total().epsilon == pytest.approx(1.0)
 
 
 @pytest.mark.slow
