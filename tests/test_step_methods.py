@@ -254,7 +254,7 @@ def test_a_run_over_budget_is_refused_before_any_draw(monkeypatch):
 
 def test_epsilon_fits_the_temperature_to_the_budget():
     with beta_bernoulli():
-        basic = pmdp.sample(200, method="gibbs", epsilon=3.0, truncate={"p": (A0, 1 - A0)}, tune=50, chains=2,
+        basic = pmdp.sample(200, method="gibbs", epsilon=3.0, delta=0, truncate={"p": (A0, 1 - A0)}, tune=50, chains=2,
                             cores=1, random_seed=10, **QUIET)
         tight = pmdp.sample(200, method="gibbs", epsilon=3.0, delta=1e-6, truncate={"p": (A0, 1 - A0)}, tune=50,
                             chains=2, cores=1, random_seed=10, **QUIET)
@@ -265,6 +265,38 @@ def test_epsilon_fits_the_temperature_to_the_budget():
     assert lt.total("best", delta=1e-6).epsilon > 2.9  # it spends the budget, not a fraction of it
     assert lt.total().epsilon > 3.0  # the basic sum of the same run is larger
     assert lt.entries[0].details["temperature"] < pmdp.ledger(basic).entries[0].details["temperature"]
+    assert lt.entries[0].details["fitted_to"] == {"epsilon": 3.0, "delta": 1e-6, "accountant": "best"}
+    assert pmdp.ledger(basic).entries[0].details["fitted_to"] == {"epsilon": 3.0, "delta": 0.0, "accountant": "basic"}
+
+
+def test_by_default_epsilon_is_fitted_by_the_tightest_accountant_and_the_ledger_says_so():
+    from pymc_dp.routes.gibbs import DEFAULT_DELTA
+
+    with beta_bernoulli():
+        default = pmdp.sample(100, method="gibbs", epsilon=3.0, truncate={"p": (A0, 1 - A0)}, tune=20, chains=2,
+                              cores=1, random_seed=10, **QUIET)
+        explicit = pmdp.sample(100, method="gibbs", epsilon=3.0, delta=DEFAULT_DELTA, truncate={"p": (A0, 1 - A0)},
+                               tune=20, chains=2, cores=1, random_seed=10, **QUIET)
+    ld = pmdp.ledger(default)
+    assert ld.entries[0].details["temperature"] == pytest.approx(pmdp.ledger(explicit).entries[0].details["temperature"])
+    # The fresh ledger carries the budget the run was fitted to; spent reads the total under it.
+    assert ld.budget == Budget(3.0, DEFAULT_DELTA, "best")
+    assert 2.9 < ld.spent.epsilon <= 3.0 * (1 + 1e-9) and ld.spent.delta == pytest.approx(DEFAULT_DELTA)
+    assert "Total (best at δ = 1e-06, the budget's accountant): ε = 2.99" in ld.summary()
+
+
+def test_a_ledger_budget_decides_how_epsilon_is_fitted():
+    # A basic budget checks the basic sum: the run is fitted by basic composition and fits it.
+    pure = PrivacyLedger(budget=Budget(epsilon=3.0))
+    tight = PrivacyLedger(budget=Budget(epsilon=3.0, delta=1e-7, method="pld"))
+    with beta_bernoulli():
+        for ledger in (pure, tight):
+            pmdp.sample(50, method="gibbs", epsilon=3.0, truncate={"p": (A0, 1 - A0)}, tune=10, chains=1, cores=1,
+                        random_seed=10, ledger=ledger, **QUIET)
+    assert pure.entries[0].details["fitted_to"] == {"epsilon": 3.0, "delta": 0.0, "accountant": "basic"}
+    assert pure.total().epsilon == pytest.approx(3.0, rel=1e-9)
+    assert tight.entries[0].details["fitted_to"] == {"epsilon": 3.0, "delta": 1e-7, "accountant": "pld"}
+    assert 2.9 < tight.spent.epsilon <= 3.0 * (1 + 1e-9) < tight.total().epsilon
 
 
 def test_non_private_steps_on_data_are_refused():

@@ -38,6 +38,12 @@ def format_summary(ledger: "PrivacyLedger", method: str = "basic", delta: float 
     if method != "basic":
         t = ledger.total(method, delta)
         lines.append(f"Total ({method}): ε = {_fmt(t.epsilon)}, δ = {_fmt(t.delta)}")
+    elif ledger.budget is not None and ledger.budget.method != "basic":
+        t = ledger.spent
+        lines.append(
+            f"Total ({ledger.budget.method} at δ = {_fmt(ledger.budget.delta)}, the budget's accountant): "
+            f"ε = {_fmt(t.epsilon)}, δ = {_fmt(t.delta)}"
+        )
     if ledger.budget is not None:
         s = ledger.spent
         lines.append(

@@ -39,7 +39,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
+from ..accounting import Budget, LedgerEntry, PrivacyLedger, resolve_ledger
 from ..accounting.composition import compose
 from ..accounting.validation import check_delta, check_epsilon
 from ..families.privatize import PUBLIC_N
@@ -54,7 +54,7 @@ from .base import Ran, RoutePlan, apply_loglik_clip, check_initvals, check_step_
 from .options import Gibbs
 
 __all__ = [
-    "plan_gibbs_run", "GibbsRun", "InterruptedRunError", "plan_gibbs", "GibbsPlan", "ledger_entries_from_stats", "NO_CONVERGENCE_NEEDED",
+    "plan_gibbs_run", "GibbsRun", "InterruptedRunError", "plan_gibbs", "GibbsPlan", "ledger_entries_from_stats", "NO_CONVERGENCE_NEEDED", "DEFAULT_DELTA", "fitting_accountant",
     "INTERRUPTED_RUN",
 ]
 
@@ -64,6 +64,8 @@ NO_CONVERGENCE_NEEDED = (
 )
 #: Default tuning draws (PyMC's default), charged like every other draw.
 DEFAULT_TUNE = 1000
+#: The total δ at which ``epsilon=`` is fitted when neither ``delta=`` nor the ledger's budget says.
+DEFAULT_DELTA = 1e-6
 #: The assumption added to the entries of a run that failed before PyMC returned its trace.
 INTERRUPTED_RUN = (
     "the run was interrupted before its trace was returned: the planned cost of every draw "
@@ -86,6 +88,9 @@ class GibbsPlan:
         The run's shape; every one of the ``(tune + draws) × chains`` draws is charged.
     other_steps
         The user's non-private steps (on variables whose conditional does not read the data).
+    fitted_to
+        When the temperature was fitted to ``epsilon=``: ``{"epsilon", "delta", "accountant"}``,
+        the total it spends and how it is composed; ``None`` for a given temperature.
     """
 
     temperature: float
@@ -94,6 +99,7 @@ class GibbsPlan:
     tune: int
     draws: int
     other_steps: tuple[Any, ...] = ()
+    fitted_to: Mapping[str, Any] | None = None
 
     @property
     def costs(self) -> tuple[UpdateCost, ...]:
@@ -132,6 +138,8 @@ def _entry(cost: UpdateCost, count: int, neighbouring: str, plan: GibbsPlan | No
     }
     if plan is not None:
         details.update(chains=plan.chains, tune=plan.tune, draws=plan.draws)
+        if plan.fitted_to is not None:
+            details["fitted_to"] = dict(plan.fitted_to)
     if observed is not None:
         details["updates_in_trace"] = observed
     return LedgerEntry(
@@ -233,18 +241,18 @@ def _per_draw(temperature: float, deltas: Mapping[str, float], metropolis: bool)
 
 def fit_temperature(
     epsilon: float, delta: float, deltas: Mapping[str, float], iterations: int, fixed: Sequence[LedgerEntry],
-    neighbouring: str,
+    neighbouring: str, method: str = "best",
 ) -> float:
     """The smallest T ≥ 1 whose run (``iterations`` draws, one pure update per Δ in ``deltas``) fits ε.
 
     With ``delta == 0`` under basic composition (pure ε totals add up, and basic is the
     tight pure total): T = n Σ 2Δ_l / (ε − fixed). With ``delta > 0`` by bisection on
-    the tightest valid accountant at that δ (``"best"``).
+    ``method`` at that δ (default ``"best"``: the tightest valid accountant).
     """
     total_delta = sum(deltas.values())
     if total_delta == 0:
         return 1.0
-    method = "basic" if delta == 0 else "best"
+    method = "basic" if delta == 0 else method
     target = None if delta == 0 else delta
 
     def cost(t: float) -> float:
@@ -287,12 +295,14 @@ def plan_gibbs(
     bounds: Mapping[str, Any] | None = None,
     step: Any = None,
     neighbouring: str = "replace",
+    accountant: str = "best",
 ) -> GibbsPlan:
     """Assign private steps to ``model`` and compute what the run costs (nothing is sampled or spent).
 
     ``model`` must already be truncated and its records inside ``bounds``. Exactly one
-    of ``epsilon`` (the run's whole budget; T is fitted) and ``temperature``.
-    See :func:`pymc_dp.sample` for the arguments.
+    of ``epsilon`` (the run's whole budget; T is fitted so the run costs ``epsilon`` at
+    total ``delta`` composed by ``accountant``, or by basic composition at ``delta=0``)
+    and ``temperature``. See :func:`pymc_dp.sample` for the arguments.
     """
     for name, value in (("draws", draws), ("tune", tune)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (1 if name == "draws" else 0):
@@ -321,13 +331,16 @@ def plan_gibbs(
             )
         deltas = _sensitivities(model, reading, bounds, neighbouring)
         fixed = [_entry(s.cost, iterations, neighbouring, None) for s in user_private if s.cost.epsilon or s.cost.delta]
-        temperature = fit_temperature(eps, delta, deltas, iterations, fixed, neighbouring)
+        temperature = fit_temperature(eps, delta, deltas, iterations, fixed, neighbouring, accountant)
+        fitted_to = {"epsilon": eps, "delta": delta, "accountant": accountant if delta > 0 else "basic"}
+    else:
+        fitted_to = None
     built = [_build_private(model, rv, temperature, acceptance, bounds, neighbouring) for rv in reading]
     free = [g for g in (_free_gibbs(model, rv) for rv in others) if g is not None]
     steps = (*user_private, *built, *free)
     return GibbsPlan(
         temperature=float(temperature), steps=steps, chains=int(chains), tune=int(tune), draws=int(draws),
-        other_steps=tuple(s for s in user_steps if not isinstance(s, PrivateStep)),
+        other_steps=tuple(s for s in user_steps if not isinstance(s, PrivateStep)), fitted_to=fitted_to,
     )
 
 
@@ -475,7 +488,9 @@ def plan_gibbs_run(
     # Tuning draws are charged and their costs kept to build the ledger; they are never
     # released, whatever discard_tuned_samples says.
     kwargs.pop("discard_tuned_samples", None)
+    fresh_ledger = ledger is None
     ledger = resolve_ledger(ledger, neighbouring)
+    delta, accountant = fitting_accountant(options.delta, ledger)
     working = truncate(model, options.truncate) if options.truncate is not None else model
     working = apply_loglik_clip(working, options.loglik_clip)
     report = loglik_sensitivity(working, bounds=options.bounds, neighbouring=ledger.neighbouring)
@@ -486,10 +501,14 @@ def plan_gibbs_run(
     check_step_model({"step": user_step}, working is not model, "gibbs", "truncated, or with records clipped")
     with working:
         plan = plan_gibbs(
-            working, draws=draws, tune=tune, chains=chains, epsilon=epsilon, delta=options.delta,
+            working, draws=draws, tune=tune, chains=chains, epsilon=epsilon, delta=delta,
             temperature=options.temperature, acceptance=options.acceptance, bounds=report.bounds or None,
-            step=user_step, neighbouring=ledger.neighbouring,
+            step=user_step, neighbouring=ledger.neighbouring, accountant=accountant,
         )
+    if fresh_ledger and plan.fitted_to is not None and plan.fitted_to["delta"] > 0:
+        # The run was fitted to (ε, δ) under a tight accountant: its ledger carries that
+        # budget, so ``ledger.spent`` and the summary read the total the way it was fitted.
+        ledger = PrivacyLedger(Budget(plan.fitted_to["epsilon"], plan.fitted_to["delta"], accountant), ledger.neighbouring)
     check_release_plan(working, kwargs.get("var_names"), ledger.neighbouring)
     check_initvals(working, kwargs.get("initvals"))
     kwargs.update(chains=chains, tune=plan.tune, discard_tuned_samples=False)
@@ -497,6 +516,25 @@ def plan_gibbs_run(
     run = GibbsRun(ledger=ledger, plan=plan, model=working, pm_kwargs=kwargs, seeded=seeded)
     run.entries = run._mark(plan.entries(ledger.neighbouring))
     return run
+
+
+def fitting_accountant(delta: float | None, ledger: PrivacyLedger) -> tuple[float, str]:
+    """The total δ and composition method at which ``epsilon=`` is fitted.
+
+    ``delta`` when given (0: basic composition of pure updates; > 0: the tightest valid
+    accountant, ``"best"``). Otherwise the ledger budget's: a basic budget is fitted by
+    basic composition (the budget checks the basic sum), a tight one at its δ by its
+    method. Without a budget: :data:`DEFAULT_DELTA` with ``"best"`` — a long chain of
+    small pure-ε updates composes far more tightly under Rényi/PLD accounting than by
+    their sum (docs: private-mcmc, "How accuracy grows with ε").
+    """
+    if delta is not None:
+        delta = check_delta(delta, "delta")
+        return delta, "basic" if delta == 0 else "best"
+    budget = ledger.budget
+    if budget is not None:
+        return (0.0, "basic") if budget.method == "basic" else (budget.delta, budget.method)
+    return DEFAULT_DELTA, "best"
 
 
 def _interrupted_entries(plan: GibbsPlan, neighbouring: str, failure: BaseException) -> list[LedgerEntry]:

@@ -100,8 +100,11 @@ class Gibbs(RouteOptions):
     acceptance
         ``"barker"`` (default; pure ε) or ``"metropolis"`` ((0, 1 − e^{−2Δ/T}) per step).
     delta
-        With ``epsilon``: fit T so the tightest valid accountant at this δ spends it;
-        0 (default) fits the pure basic total.
+        With ``epsilon``: the total δ at which T is fitted, so the tightest valid
+        accountant (Rényi or PLD, dp-accounting) spends ``epsilon`` at this δ; 0 fits
+        the pure basic total. Default ``None``: the ledger budget's δ and method (a
+        basic budget: 0), else 10⁻⁶ — and the new ledger then carries the budget
+        ``Budget(epsilon, 1e-6, "best")`` it was fitted to.
     """
 
     method: ClassVar[str] = "gibbs"
@@ -110,7 +113,7 @@ class Gibbs(RouteOptions):
     loglik_clip: Sequence[float] | None = None
     temperature: float | None = None
     acceptance: str = "barker"
-    delta: float = 0.0
+    delta: float | None = None
 
 
 @dataclass(frozen=True)
