@@ -222,11 +222,28 @@ def test_ops_with_several_samples_and_a_budget_that_refuses_before_sampling(monk
 
 def test_ops_caps_the_temperature_at_one_and_charges_what_an_exact_sample_costs():
     with beta_bernoulli():
-        idata = pmdp.sample(100, epsilon=10.0, truncate={"p": (A0, 1 - A0)}, chains=1, random_seed=3, **OPS)
+        idata = pmdp.sample(100, epsilon=10.0, truncate={"p": (A0, 1 - A0)}, samples=1, chains=1, random_seed=3, **OPS)
     (entry,) = pmdp.ledger(idata).entries
     assert entry.details["temperature"] == 1.0
     assert entry.epsilon == pytest.approx(2 * math.log(4))  # 2Δ < ε
     assert entry.details["exact_samples_at_T1"] == 3
+
+
+@pytest.mark.parametrize("epsilon, chains, per_chain", [(10.0, 1, 3), (10.0, 2, 1), (30.0, 2, 5), (1.0, 2, 1)])
+def test_ops_releases_by_default_as_many_exact_samples_as_epsilon_buys(epsilon, chains, per_chain):
+    # Δ = ln 4 for p in [0.2, 0.8]: ε buys ⌊ε / 2Δ⌋ exact (T = 1) samples, shared by the chains.
+    with beta_bernoulli():
+        idata = pmdp.sample(100, epsilon=epsilon, truncate={"p": (A0, 1 - A0)}, chains=chains, random_seed=3,
+                            **OPS)
+    (entry,) = pmdp.ledger(idata).entries
+    assert idata.posterior.sizes["draw"] == per_chain and entry.count == chains * per_chain
+    assert entry.details["samples_per_chain_chosen"] == "auto"
+    exact = math.floor(epsilon / (2 * math.log(4)))
+    if exact >= chains:
+        assert entry.details["temperature"] == 1.0 and entry.epsilon == pytest.approx(2 * math.log(4))
+    else:  # one tempered draw per chain spends the whole budget
+        assert entry.details["temperature"] > 1.0 and entry.epsilon == pytest.approx(epsilon / chains)
+    assert pmdp.ledger(idata).total().epsilon <= epsilon * (1 + 1e-12)
 
 
 def test_ops_clips_records_to_the_declared_bounds_and_refuses_what_it_cannot_prove():

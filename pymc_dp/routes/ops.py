@@ -9,11 +9,12 @@ record's log-likelihood (:func:`pymc_dp.loglik_sensitivity`). The route
 2. shares ``epsilon`` — the total of the call, as on every route — evenly among the
    ``chains × samples`` released draws: each gets ε = epsilon / (chains × samples),
    and ``T = max(1, 2Δ/ε)`` (a draw costs ``2Δ/T``: ε, or less when ε ≥ 2Δ and T is
-   capped at 1);
+   capped at 1). By default ``samples`` is as many exact (T = 1) posterior samples
+   per chain as the budget buys, and at least one (:func:`samples_at_t1`);
 3. checks the whole cost against the ledger's budget before anything runs;
 4. clips the records into their declared bounds and samples the tempered model with
    any PyMC sampler;
-5. releases ``samples`` draws per chain (by default the last one) and records the
+5. releases ``samples`` draws per chain (evenly spaced, ending at the last) and records the
    spend, with the assumption that each released draw is an exact, independent sample
    (convergence): the guarantee is for exact samples only.
 
@@ -49,7 +50,7 @@ from ..trace import check_release_plan
 from .base import Ran, RoutePlan, apply_loglik_clip, check_initvals, check_step_model, resolve_chains, sampler_noise_source
 from .options import OPS
 
-__all__ = ["plan_ops_run", "OPSRun", "plan_ops", "OPSPlan", "CONVERGENCE_ASSUMPTION", "MECHANISM"]
+__all__ = ["plan_ops_run", "samples_at_t1", "OPSRun", "plan_ops", "OPSPlan", "CONVERGENCE_ASSUMPTION", "MECHANISM"]
 
 #: The ledger mechanism name of a released posterior draw.
 MECHANISM = "one_posterior_sample"
@@ -155,6 +156,21 @@ def _count(samples: Any) -> int:
     return int(samples)
 
 
+def samples_at_t1(exact: float, chains: int, draws: int) -> int:
+    """Draws per chain for ``samples=None``: as many exact posterior (T = 1) samples as the budget buys.
+
+    ``exact`` is ⌊ε / 2Δ⌋ (:meth:`~pymc_dp.model.LoglikSensitivity.exact_samples`),
+    shared evenly by the chains and at most ``draws`` per chain; at least one per chain
+    (the draws are then tempered, T = 2Δ chains / ε). Releasing fewer draws when the
+    budget buys more would leave budget unspent for nothing; releasing more would push
+    T below 1 and sharpen the draws beyond the posterior. Only ε, the declared Δ and the
+    run's shape enter, never the data.
+    """
+    if math.isinf(exact):
+        return int(draws)
+    return int(max(1, min(draws, exact // chains)))
+
+
 def plan_ops(
     model: Any,
     epsilon: float,
@@ -234,14 +250,19 @@ def plan_ops_run(
     working = apply_loglik_clip(working, options.loglik_clip)
     chains = resolve_chains(pm_kwargs)
     total = check_epsilon(epsilon)
-    released = chains * _count(options.samples)
+    if options.samples is None:
+        report = loglik_sensitivity(working, bounds=options.bounds, neighbouring=ledger.neighbouring)
+        samples, chosen = samples_at_t1(report.exact_samples(total), chains, draws), "auto"
+    else:
+        samples, chosen = _count(options.samples), "given"
     plan = plan_ops(
-        working, total / released, draws=draws, samples=options.samples, chains=chains, bounds=options.bounds,
+        working, total / (chains * samples), draws=draws, samples=samples, chains=chains, bounds=options.bounds,
         part=options.tempered, neighbouring=ledger.neighbouring,
     )
     source, seeded = sampler_noise_source(pm_kwargs)
     entry = plan.entry(ledger.neighbouring)
-    entry = replace(entry, noise_source=source, details={**entry.details, "epsilon_total_requested": total})
+    details = {**entry.details, "epsilon_total_requested": total, "samples_per_chain_chosen": chosen}
+    entry = replace(entry, noise_source=source, details=details)
     entry = replace(entry, assumptions=(*entry.assumptions, *seeded)) if seeded else entry
     report = plan.sensitivity
     clipped_model, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})

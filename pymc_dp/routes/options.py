@@ -67,8 +67,10 @@ class OPS(RouteOptions):
         ``(lower, upper)``: clip every record's log-likelihood term
         (:func:`pymc_dp.clip_loglik`); Δ = upper − lower per observed variable.
     samples
-        Draws released per chain (default 1), ending at its last draw; the
-        ``chains × samples`` draws share ``epsilon`` evenly.
+        Draws released per chain, ending at its last draw; the ``chains × samples``
+        draws share ``epsilon`` evenly. Default ``None``: as many exact posterior
+        samples (T = 1) as ``epsilon`` buys, ⌊ε / (2Δ · chains)⌋ per chain, and at
+        least one (tempered, T = 2Δ · chains / ε, when ε buys fewer).
     tempered
         ``"likelihood"`` (default) or ``"joint"`` ([FGWC16] eq. 14).
     """
@@ -77,7 +79,7 @@ class OPS(RouteOptions):
     bounds: Mapping[str, Mapping[str, Any]] | None = None
     truncate: Mapping[str, Any] | None = None
     loglik_clip: Sequence[float] | None = None
-    samples: int = 1
+    samples: int | None = None
     tempered: str = "likelihood"
 
 
