@@ -229,9 +229,10 @@ def test_ops_caps_the_temperature_at_one_and_charges_what_an_exact_sample_costs(
     assert entry.details["exact_samples_at_T1"] == 3
 
 
-@pytest.mark.parametrize("epsilon, chains, per_chain", [(10.0, 1, 3), (10.0, 2, 1), (30.0, 2, 5), (1.0, 2, 1)])
+@pytest.mark.parametrize("epsilon, chains, per_chain", [(10.0, 1, 3), (10.0, 2, 1), (30.0, 2, 5), (1.0, 2, 1), (1000.0, 1, 10)])
 def test_ops_releases_by_default_as_many_exact_samples_as_epsilon_buys(epsilon, chains, per_chain):
-    # Δ = ln 4 for p in [0.2, 0.8]: ε buys ⌊ε / 2Δ⌋ exact (T = 1) samples, shared by the chains.
+    # Δ = ln 4 for p in [0.2, 0.8]: ε buys ⌊ε / 2Δ⌋ exact (T = 1) samples, shared by the chains,
+    # at most one in ten draws of a chain (ε = 1000 buys 360; a chain of 100 draws releases 10).
     with beta_bernoulli():
         idata = pmdp.sample(100, epsilon=epsilon, truncate={"p": (A0, 1 - A0)}, chains=chains, random_seed=3,
                             **OPS)
@@ -239,6 +240,7 @@ def test_ops_releases_by_default_as_many_exact_samples_as_epsilon_buys(epsilon, 
     assert idata.posterior.sizes["draw"] == per_chain and entry.count == chains * per_chain
     assert entry.details["samples_per_chain_chosen"] == "auto"
     exact = math.floor(epsilon / (2 * math.log(4)))
+    assert entry.details["exact_samples_at_T1"] == math.floor(epsilon / (chains * per_chain) / (2 * math.log(4)))
     if exact >= chains:
         assert entry.details["temperature"] == 1.0 and entry.epsilon == pytest.approx(2 * math.log(4))
     else:  # one tempered draw per chain spends the whole budget

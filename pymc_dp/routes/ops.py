@@ -52,6 +52,8 @@ from .options import OPS
 
 __all__ = ["plan_ops_run", "samples_at_t1", "OPSRun", "plan_ops", "OPSPlan", "CONVERGENCE_ASSUMPTION", "MECHANISM"]
 
+#: With ``samples=None``, released draws of one chain are at least this many draws apart.
+MIN_THINNING = 10
 #: The ledger mechanism name of a released posterior draw.
 MECHANISM = "one_posterior_sample"
 #: The assumption every OPS ledger entry carries.
@@ -160,15 +162,17 @@ def samples_at_t1(exact: float, chains: int, draws: int) -> int:
     """Draws per chain for ``samples=None``: as many exact posterior (T = 1) samples as the budget buys.
 
     ``exact`` is ⌊ε / 2Δ⌋ (:meth:`~pymc_dp.model.LoglikSensitivity.exact_samples`),
-    shared evenly by the chains and at most ``draws`` per chain; at least one per chain
-    (the draws are then tempered, T = 2Δ chains / ε). Releasing fewer draws when the
+    shared evenly by the chains and at most one in every :data:`MIN_THINNING` draws of a
+    chain (the ledger assumes a chain's released draws independent); at least one per
+    chain (the draws are then tempered, T = 2Δ chains / ε). Releasing fewer draws when the
     budget buys more would leave budget unspent for nothing; releasing more would push
     T below 1 and sharpen the draws beyond the posterior. Only ε, the declared Δ and the
     run's shape enter, never the data.
     """
+    most = max(1, int(draws) // MIN_THINNING)
     if math.isinf(exact):
-        return int(draws)
-    return int(max(1, min(draws, exact // chains)))
+        return most
+    return int(max(1, min(most, exact // chains)))
 
 
 def plan_ops(
