@@ -280,3 +280,31 @@ def test_ops_with_a_clipped_log_likelihood_takes_models_the_laplace_route_cannot
     entry = pmdp.ledger(idata).entries[0]
     assert entry.details["sensitivity"] == 8.0 and entry.details["temperature"] == pytest.approx(8.0)
     assert "observed_data" not in _compat.group_names(idata)
+
+
+def test_ops_refuses_releasing_draws_closer_than_one_in_ten():
+    with beta_bernoulli():
+        with pytest.raises(ValueError, match=r"samples=20 .* draws=100 would release draws 5 apart.*samples <= 10"):
+            pmdp.sample(100, epsilon=4.0, truncate={"p": (A0, 1 - A0)}, samples=20, chains=1, **OPS)
+
+
+def test_ops_shows_and_logs_nothing_about_the_draws_it_withholds(monkeypatch, caplog, capfd):
+    # PyMC's bar shows divergences and step sizes, and its convergence checks log R-hat and ESS,
+    # of the whole chain: the route turns both off and counts draws on a line of its own.
+    seen = {}
+    original = pm.sample
+
+    def recording(*args, **kwargs):
+        seen.update(kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", recording)
+    with beta_bernoulli(), caplog.at_level("INFO", logger="pymc"):
+        pmdp.sample(100, method="ops", epsilon=4.0, truncate={"p": (A0, 1 - A0)}, tune=20, chains=2, cores=1,
+                    random_seed=1)
+    assert seen["progressbar"] is False and seen["compute_convergence_checks"] is False
+    assert "OPS: 240/240 draws" in capfd.readouterr().err
+    assert not any(word in caplog.text.lower() for word in ("rhat", "r-hat", "effective sample size", "diverg"))
+    with beta_bernoulli():
+        with pytest.raises(ValueError, match="compute_convergence_checks=True cannot run with method='ops'"):
+            pmdp.sample(60, method="ops", epsilon=4.0, truncate={"p": (A0, 1 - A0)}, compute_convergence_checks=True)

@@ -299,6 +299,24 @@ def test_a_ledger_budget_decides_how_epsilon_is_fitted():
     assert 2.9 < tight.spent.epsilon <= 3.0 * (1 + 1e-9) < tight.total().epsilon
 
 
+def test_the_summary_states_how_a_run_was_fitted_and_flags_combined_overspends():
+    mine = PrivacyLedger()  # no budget: the run is still fitted at δ = 1e-6, and the summary says so
+    with beta_bernoulli():
+        pmdp.sample(50, method="gibbs", epsilon=2.0, truncate={"p": (A0, 1 - A0)}, tune=10, chains=1, cores=1,
+                    random_seed=1, ledger=mine, **QUIET)
+        a, b = (pmdp.sample(50, method="gibbs", epsilon=2.0, truncate={"p": (A0, 1 - A0)}, tune=10, chains=1,
+                            cores=1, random_seed=s, **QUIET) for s in (1, 2))
+        with pytest.raises(ValueError, match="delta= applies only with epsilon="):
+            pmdp.sample(50, method="gibbs", temperature=50.0, delta=1e-6, truncate={"p": (A0, 1 - A0)}, **QUIET)
+        pure = pmdp.sample(50, method="gibbs", epsilon=2.0, delta=0, truncate={"p": (A0, 1 - A0)}, tune=10, chains=1,
+                           cores=1, random_seed=1, **QUIET)
+    assert "Total (best at δ = 1e-06, as a run was fitted): ε = 1.99" in mine.summary()
+    assert pmdp.ledger(pure).budget == Budget(2.0, 0.0, "basic")
+    both = pmdp.ledger(pmdp.concat([a, b], dim="chain"))
+    assert len(both) == 2 and "OVER BUDGET" in both.summary()
+    assert "OVER BUDGET" not in pmdp.ledger(a).summary()
+
+
 def test_non_private_steps_on_data_are_refused():
     model = truncated_model()
     with model:

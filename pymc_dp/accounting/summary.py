@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,6 +21,18 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     out = [line, "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     return out
+
+
+def _fitted_accountants(ledger: "PrivacyLedger") -> list[tuple[str, float]]:
+    """The tight (accountant, δ) pairs that entries say their run was fitted to (``details["fitted_to"]``)."""
+    found = []
+    for e in ledger.entries:
+        fitted = (e.details or {}).get("fitted_to")
+        if isinstance(fitted, Mapping) and fitted.get("accountant") not in (None, "basic") and fitted.get("delta", 0) > 0:
+            pair = (str(fitted["accountant"]), float(fitted["delta"]))
+            if pair not in found:
+                found.append(pair)
+    return found
 
 
 def format_summary(ledger: "PrivacyLedger", method: str = "basic", delta: float | None = None) -> str:
@@ -44,11 +57,19 @@ def format_summary(ledger: "PrivacyLedger", method: str = "basic", delta: float 
             f"Total ({ledger.budget.method} at δ = {_fmt(ledger.budget.delta)}, the budget's accountant): "
             f"ε = {_fmt(t.epsilon)}, δ = {_fmt(t.delta)}"
         )
+    else:
+        for accountant, fitted_delta in _fitted_accountants(ledger):
+            t = ledger.total(accountant, fitted_delta)
+            lines.append(
+                f"Total ({accountant} at δ = {_fmt(fitted_delta)}, as a run was fitted): ε = {_fmt(t.epsilon)}, "
+                f"δ = {_fmt(t.delta)}"
+            )
     if ledger.budget is not None:
         s = ledger.spent
+        over = "" if ledger.budget.allows(s) else " — OVER BUDGET (spends made under separate budgets were combined)"
         lines.append(
             f"Budget: ε = {_fmt(ledger.budget.epsilon)}, δ = {_fmt(ledger.budget.delta)} ({ledger.budget.method}); "
-            f"spent ε = {_fmt(s.epsilon)}, δ = {_fmt(s.delta)}"
+            f"spent ε = {_fmt(s.epsilon)}, δ = {_fmt(s.delta)}{over}"
         )
     assumptions = sorted({a for e in ledger.entries for a in e.assumptions})
     if assumptions:

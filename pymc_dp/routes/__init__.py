@@ -67,8 +67,7 @@ def sample(
         observed variables (the privacy flag; leave it out for a model built on
         :func:`pymc_dp.observe_stats`). ``"ops"``: shared evenly by the
         ``chains × samples`` released posterior draws. ``"gibbs"``: the whole run's
-        budget (T is chosen to spend it under the tightest valid accountant, at
-        ``delta=`` or 10⁻⁶ by default). ``"saa"``: the private aggregate.
+        budget (T spends it; tight accounting at δ = 10⁻⁶ by default). ``"saa"``: the aggregate.
     method
         ``"auto"`` (default): the most accurate route that takes the model and the
         declarations (:mod:`pymc_dp.routes.chooser`; tried in the order laplace, ops,

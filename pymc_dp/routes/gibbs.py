@@ -232,13 +232,6 @@ def _free_gibbs(model: Any, rv: Any) -> Any | None:
 # ---------------------------------------------------------------------------- the temperature
 
 
-def _per_draw(temperature: float, deltas: Mapping[str, float], metropolis: bool) -> tuple[float, float]:
-    s = sum(2.0 * d / temperature for d in deltas.values())
-    if metropolis:
-        return 0.0, sum(-math.expm1(-2.0 * d / temperature) for d in deltas.values())
-    return s, 0.0
-
-
 def fit_temperature(
     epsilon: float, delta: float, deltas: Mapping[str, float], iterations: int, fixed: Sequence[LedgerEntry],
     neighbouring: str, method: str = "best",
@@ -256,7 +249,10 @@ def fit_temperature(
     target = None if delta == 0 else delta
 
     def cost(t: float) -> float:
-        entries = [*fixed, LedgerEntry("trial", _per_draw(t, deltas, False)[0], count=iterations, neighbouring=neighbouring)]
+        # One entry per private step, as the ledger records the run: composing the steps'
+        # pure-ε updates separately is tighter than one update of their summed ε per draw.
+        trial = [LedgerEntry("trial", 2.0 * d / t, count=iterations, neighbouring=neighbouring) for d in deltas.values() if d]
+        entries = [*fixed, *trial]
         return compose(entries, method, target, neighbouring).epsilon
 
     if cost(1.0) <= epsilon:
@@ -488,6 +484,11 @@ def plan_gibbs_run(
     # Tuning draws are charged and their costs kept to build the ledger; they are never
     # released, whatever discard_tuned_samples says.
     kwargs.pop("discard_tuned_samples", None)
+    if options.temperature is not None and options.delta is not None:
+        raise ValueError(
+            "delta= applies only with epsilon= (the total δ at which the temperature is fitted); with temperature= "
+            "the run costs what it costs. Leave delta out. Nothing was spent."
+        )
     fresh_ledger = ledger is None
     ledger = resolve_ledger(ledger, neighbouring)
     delta, accountant = fitting_accountant(options.delta, ledger)
@@ -505,10 +506,11 @@ def plan_gibbs_run(
             temperature=options.temperature, acceptance=options.acceptance, bounds=report.bounds or None,
             step=user_step, neighbouring=ledger.neighbouring, accountant=accountant,
         )
-    if fresh_ledger and plan.fitted_to is not None and plan.fitted_to["delta"] > 0:
-        # The run was fitted to (ε, δ) under a tight accountant: its ledger carries that
-        # budget, so ``ledger.spent`` and the summary read the total the way it was fitted.
-        ledger = PrivacyLedger(Budget(plan.fitted_to["epsilon"], plan.fitted_to["delta"], accountant), ledger.neighbouring)
+    if fresh_ledger and plan.fitted_to is not None:
+        # The run was fitted to (ε, δ) by an accountant: its ledger carries that budget, so
+        # ``ledger.spent`` and the summary read the total the way it was fitted.
+        fitted = plan.fitted_to
+        ledger = PrivacyLedger(Budget(fitted["epsilon"], fitted["delta"], fitted["accountant"]), ledger.neighbouring)
     check_release_plan(working, kwargs.get("var_names"), ledger.neighbouring)
     check_initvals(working, kwargs.get("initvals"))
     kwargs.update(chains=chains, tune=plan.tune, discard_tuned_samples=False)

@@ -49,6 +49,7 @@ from .. import _compat
 from ..trace import check_release_plan
 from .base import Ran, RoutePlan, apply_loglik_clip, check_initvals, check_step_model, resolve_chains, sampler_noise_source
 from .options import OPS
+from .progress import ProgressLine, chained_callback
 
 __all__ = ["plan_ops_run", "samples_at_t1", "OPSRun", "plan_ops", "OPSPlan", "CONVERGENCE_ASSUMPTION", "MECHANISM"]
 
@@ -149,6 +150,12 @@ def _draw_indices(draws: int, samples: int) -> tuple[int, ...]:
     if samples > draws:
         raise ValueError(f"samples={samples} draws per chain cannot be released from a chain of draws={draws}.")
     step = draws // samples
+    if samples > 1 and step < MIN_THINNING:
+        raise ValueError(
+            f"samples={samples} draws per chain from a chain of draws={draws} would release draws {step} apart, but "
+            f"each released draw is charged as an independent exact sample: release at most one in {MIN_THINNING} "
+            f"(samples <= {max(1, draws // MIN_THINNING)}), or run draws >= {MIN_THINNING * samples}. Nothing was spent."
+        )
     return tuple(int(draws - 1 - step * j) for j in reversed(range(samples)))
 
 
@@ -229,7 +236,14 @@ class OPSRun(RoutePlan):
         """
         import pymc as pm
 
-        idata = pm.sample(self.draws, model=self.model, **self.pm_kwargs)
+        kwargs = dict(self.pm_kwargs)
+        progress = kwargs.pop("progressbar", True)
+        if progress and kwargs.get("nuts_sampler") in (None, "pymc"):
+            chains, tune = self.plan.chains, int(kwargs.get("tune", 1000))
+            line = ProgressLine("OPS", chains * (tune + self.draws), progress)
+            kwargs["callback"] = chained_callback(line, kwargs.get("callback"))
+        # PyMC's own bar shows divergences and step sizes of draws that are not released.
+        idata = pm.sample(self.draws, model=self.model, progressbar=False, **kwargs)
         chosen = _compat.isel_draws(idata, list(self.plan.draw_indices))
         return Ran(chosen, self.model, list(self.entries))
 
@@ -275,5 +289,11 @@ def plan_ops_run(
     # draws kept by discard_tuned_samples=False stay with the curator like the rest.
     check_release_plan(clipped_model, pm_kwargs.get("var_names"), ledger.neighbouring)
     check_initvals(tempered, pm_kwargs.get("initvals"))
-    kwargs = {**pm_kwargs, "chains": chains}
+    if pm_kwargs.get("compute_convergence_checks"):
+        raise ValueError(
+            "compute_convergence_checks=True cannot run with method='ops': PyMC would log R-hat, ESS and divergence "
+            "counts of the whole chain, of which only the released draws are paid for. Leave it out (the route "
+            "turns the checks off); nothing was spent."
+        )
+    kwargs = {**pm_kwargs, "chains": chains, "compute_convergence_checks": False}
     return OPSRun(ledger=ledger, entries=[entry], plan=plan, model=tempered, draws=draws, pm_kwargs=kwargs)

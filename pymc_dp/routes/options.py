@@ -54,7 +54,7 @@ class Laplace(RouteOptions):
 
 @dataclass(frozen=True)
 class OPS(RouteOptions):
-    """``method="ops"``: one posterior sample per chain from the tempered posterior.
+    """``method="ops"``: posterior samples from the tempered posterior (by default as many exact T = 1 samples as ε buys, at least one per chain).
 
     Parameters
     ----------
@@ -69,8 +69,10 @@ class OPS(RouteOptions):
     samples
         Draws released per chain, ending at its last draw; the ``chains × samples``
         draws share ``epsilon`` evenly. Default ``None``: as many exact posterior
-        samples (T = 1) as ``epsilon`` buys, ⌊ε / (2Δ · chains)⌋ per chain, and at
-        least one (tempered, T = 2Δ · chains / ε, when ε buys fewer).
+        samples (T = 1) as ``epsilon`` buys, ⌊ε / (2Δ · chains)⌋ per chain, at most one
+        in ten draws of the chain, and at least one (tempered, T = 2Δ · chains / ε,
+        when ε buys fewer). A given ``samples`` > 1 must also leave ten draws between
+        released draws (they are charged as independent exact samples).
     tempered
         ``"likelihood"`` (default) or ``"joint"`` ([FGWC16] eq. 14).
     """

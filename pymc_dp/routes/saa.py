@@ -57,6 +57,7 @@ from ..model.records import per_record_leaves
 from ..trace import check_release_plan
 from .base import Ran, RoutePlan, check_initvals, check_step_model
 from .options import SAA
+from .progress import ProgressLine
 
 __all__ = ["plan_saa", "SAARun", "block_model", "MECHANISM", "NORMAL_APPROXIMATION"]
 
@@ -170,20 +171,6 @@ def _initvals_for(part: Any, initvals: Any, released: Mapping[str, Any]) -> Any:
         return None
     keep = lambda init: {k: v for k, v in init.items() if getattr(k, "name", k) in released}  # noqa: E731
     return keep(initvals) if isinstance(initvals, Mapping) else [keep(i) for i in initvals]
-
-
-def _progress(total: int, enabled: Any) -> Any:
-    """A one-line progress report over the blocks (each block's own sampler bar stays off)."""
-    import sys
-
-    if not enabled:
-        return lambda done: None
-
-    def report(done: int) -> None:
-        end = "\n" if done == total else ""
-        print(f"\rsubsample and aggregate: block {done}/{total} fitted", end=end, file=sys.stderr, flush=True)
-
-    return report
 
 
 def _record_sizes(fg: Any, records: int, size: int) -> dict[Any, Any]:
@@ -303,13 +290,14 @@ class SAARun(RoutePlan):
         kwargs.setdefault("cores", 1)
         kwargs["compute_convergence_checks"] = False
         seeds = _block_seeds(self.pm_kwargs.get("random_seed"), len(partition))
-        bar = _progress(len(partition), self.pm_kwargs.get("progressbar", True))
+        bar = ProgressLine("subsample and aggregate", len(partition), self.pm_kwargs.get("progressbar", True),
+                           unit="blocks fitted")
         for b, rows in enumerate(partition):
             part = block_model(self.model, rows, self.leaves)
             initvals = _initvals_for(part, self.pm_kwargs.get("initvals"), self.ranges)
             trace = pm.sample(self.draws, model=part, random_seed=seeds[b], initvals=initvals, progressbar=False,
                               **kwargs)
-            bar(b + 1)
+            bar.advance()
             posterior = _compat.get_group(trace, "posterior")
             for name in self.ranges:
                 estimates[name].append(np.asarray(posterior[name].mean(("chain", "draw")).values, dtype=float))
