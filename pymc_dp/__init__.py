@@ -19,14 +19,17 @@ from .families import PrivateStatistics, privatize
 from .mechanisms import hellinger_mechanisms
 from .mechanisms.hellinger_distance import hellinger
 from .mechanisms.hellinger_mechanisms import PosteriorRelease, release_posterior
+from .mechanisms.logistic_regression import NoisyGradientRun, noisy_gradient_logistic
 from .model import (
     LoglikSensitivity,
     Measurement,
     clip_loglik,
     latent_sum,
+    logistic_from_gradients,
     loglik_sensitivity,
     observe_count_measurements,
     observe_measurements,
+    observe_noisy_gradients,
     observe_stats,
     privatize_model,
     temper,
@@ -54,6 +57,7 @@ __all__ = [
     "Neighbouring",
     "LoglikSensitivity",
     "Measurement",
+    "NoisyGradientRun",
     "PrivacyCost",
     "PosteriorRelease",
     "PrivacyLedger",
@@ -70,9 +74,12 @@ __all__ = [
     "hellinger_mechanisms",
     "latent_sum",
     "ledger",
+    "logistic_from_gradients",
     "loglik_sensitivity",
+    "noisy_gradient_logistic",
     "observe_count_measurements",
     "observe_measurements",
+    "observe_noisy_gradients",
     "observe_stats",
     "plot_ledger",
     "privatize",

@@ -10,6 +10,8 @@ function                             releases                                   
 :func:`randomized_response`          each answer randomised on its own            ε-DP (local)
 :func:`release_posterior`            a whole Dirichlet posterior (LSDim, LSHist,  ε-DP (EHDL:
                                      EHD, EHDS; EHDL as a non-private benchmark)  not private)
+:func:`noisy_gradient_logistic`      every noisy gradient sum of T rounds of      ε-DP
+                                     logistic-regression gradient ascent
 ==================================== ============================================ ==============
 
 Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
@@ -35,6 +37,7 @@ from .hellinger_distance import hellinger
 from .hellinger_mechanisms import release_posterior
 from .geometric import discrete_laplace_mechanism, geometric_mechanism
 from .laplace import laplace_mechanism
+from .logistic_regression import NoisyGradientRun, noisy_gradient_logistic
 from .noise import NoiseSource, SecureNoise, SeededNoise, resolve_noise_source
 from .randomized_response import (
     randomized_response,
@@ -59,4 +62,6 @@ __all__ = [
     "randomized_response_truth_probability",
     "hellinger",
     "release_posterior",
+    "NoisyGradientRun",
+    "noisy_gradient_logistic",
 ]

@@ -6,6 +6,7 @@ log-likelihood sensitivity (``truncate``, ``clip_loglik``, ``temper``,
 ``loglik_sensitivity``) for tempered posteriors.
 """
 
+from .gradient_measurements import logistic_from_gradients, observe_noisy_gradients
 from .measurement import Measurement, latent_sum, observe_count_measurements, observe_measurements
 from .observe import observe_stats, statistics_of
 from .privatize_model import PrivatisedModel, privatize_model, split_epsilon
@@ -20,6 +21,8 @@ __all__ = [
     "SimplexFloor",
     "clip_loglik",
     "latent_sum",
+    "logistic_from_gradients",
+    "observe_noisy_gradients",
     "loglik_sensitivity",
     "observe_count_measurements",
     "observe_measurements",

@@ -1,0 +1,232 @@
+"""Differentially private logistic regression: the measurements inference can use.
+
+Three mechanisms, each charged to a ledger before any noise is drawn:
+
+* :func:`noisy_gradient_logistic` — the noisy-gradient heuristic of [WM10] §4.1 (from
+  the PINQ distribution): ``iterations`` rounds of gradient ascent on the log-likelihood,
+  each step along a Laplace-noised sum of the per-record gradients
+  ``x_i (y_i − σ(w_t · x_i))``. Every noisy sum is *kept and released*: they are the
+  measurements a noise-aware posterior (:func:`pymc_dp.logistic_from_gradients`) conditions
+  on. The weights ``w_t`` at which the gradients are taken are post-processing of the
+  earlier releases, so the run is the composition of ``iterations`` Laplace releases of
+  ε/iterations each.
+* :func:`output_perturbation_logistic` and :func:`objective_perturbation_logistic` — the
+  regularised-logistic-regression mechanisms of Chaudhuri & Monteleoni (NIPS 2008) and
+  Chaudhuri, Monteleoni & Sarwate (JMLR 2011, Algorithms 1 and 2), the textbook
+  baselines of slides 004.
+
+Records. A record is a feature row ``x`` and a label ``y`` in {0, 1}. Features must lie in
+a declared ball — ``feature_norm`` bounds ‖x‖₁ for the Laplace sums, ‖x‖₂ for the
+perturbation mechanisms (their theorems need ‖x‖₂ ≤ 1, so ``feature_norm`` rescales) —
+and rows outside are projected onto it and counted (a warning, never silent). Labels
+outside {0, 1} are refused. The number of records N is public (replace-one neighbouring):
+the heuristic's step and the perturbation mechanisms' regularisation use it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..accounting.event_types import LaplaceEvent
+from ..accounting.validation import check_epsilon, check_finite_array
+from .noise import _require_ledger, resolve_noise_source
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..accounting import LedgerEntry, PrivacyLedger
+
+__all__ = [
+    "NoisyGradientRun",
+    "noisy_gradient_logistic",
+    "check_logistic_records",
+    "ClippedFeaturesWarning",
+    "REPLACE_ONLY",
+]
+
+#: The assumption every entry of these mechanisms carries.
+REPLACE_ONLY = "N (the number of records) is public: replace-one neighbouring"
+
+
+class ClippedFeaturesWarning(UserWarning):
+    """Feature rows outside the declared norm ball were projected onto it (the count is in the message)."""
+
+
+def _sigmoid(u: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * u))
+
+
+def _positive(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a positive number, got {value!r}.")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
+    return value
+
+
+def check_logistic_records(X: Any, y: Any, feature_norm: float, norm: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Validate the records; project feature rows onto the declared ball; return ``(X, y, clipped)``.
+
+    ``X`` is (N, d) and finite, ``y`` has N labels in {0, 1} (booleans accepted);
+    ``norm`` is ``"l1"`` or ``"l2"``. Rows with ‖x‖ > ``feature_norm`` are rescaled onto
+    the sphere of that radius and counted, with a :class:`ClippedFeaturesWarning`.
+    """
+    X = check_finite_array(X, "X")
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X must be a 2-D array of records × features, got shape {X.shape}.")
+    labels = np.asarray(y)
+    if labels.shape != (X.shape[0],):
+        raise ValueError(f"y must hold one label per row of X ({X.shape[0]}), got shape {labels.shape}.")
+    if labels.dtype == bool:
+        labels = labels.astype(float)
+    labels = check_finite_array(labels, "y")
+    if not np.all((labels == 0) | (labels == 1)):
+        raise ValueError("y must hold labels 0 or 1 (a record's outcome); recode other labels before the release.")
+    bound = _positive(feature_norm, "feature_norm")
+    norms = np.abs(X).sum(axis=1) if norm == "l1" else np.sqrt((X**2).sum(axis=1))
+    outside = norms > bound
+    clipped = int(outside.sum())
+    if clipped:
+        X = X.copy()
+        X[outside] *= (bound / norms[outside])[:, None]
+        warnings.warn(
+            f"{clipped} feature row(s) had {norm.upper()} norm above feature_norm={bound:g} and were projected onto "
+            "the ball (the release is private for the declared bound, whatever the data).",
+            ClippedFeaturesWarning, stacklevel=3,
+        )
+    return X, labels, clipped
+
+
+@dataclass(frozen=True)
+class NoisyGradientRun:
+    """What :func:`noisy_gradient_logistic` released: every noisy gradient and the path it took.
+
+    Attributes
+    ----------
+    measurements
+        (iterations, d): the noisy sums ``g̃_t = Σ_i x_i (y_i − σ(w_t · x_i)) + Laplace(scale)``.
+    weights
+        (iterations + 1, d): ``w_0 = 0`` and ``w_{t+1} = w_t + learning_rate · g̃_t / N``; row
+        ``t`` is where gradient ``t`` was taken. The last row is the heuristic's answer.
+    scale
+        The Laplace scale b of every coordinate of every measurement: 2·feature_norm·iterations/ε.
+    n_records
+        N, public.
+    feature_norm
+        The declared L1 bound on a feature row.
+    epsilon
+        The run's total ε (ε/iterations per measurement).
+    learning_rate
+        The step η.
+    entry
+        The ledger entry recorded (one Laplace release of ε/iterations, ``count`` = iterations).
+    """
+
+    measurements: np.ndarray
+    weights: np.ndarray
+    scale: float
+    n_records: int
+    feature_norm: float
+    epsilon: float
+    learning_rate: float
+    entry: "LedgerEntry" = field(repr=False)
+
+    @property
+    def iterations(self) -> int:
+        return int(self.measurements.shape[0])
+
+    @property
+    def final_weights(self) -> np.ndarray:
+        """The heuristic's answer: the last iterate ``w_T``."""
+        return self.weights[-1]
+
+
+def noisy_gradient_logistic(
+    X: Any,
+    y: Any,
+    *,
+    epsilon: float,
+    feature_norm: float,
+    iterations: int = 10,
+    learning_rate: float = 10.0,
+    ledger: "PrivacyLedger",
+    rng: Any = None,
+) -> NoisyGradientRun:
+    """The noisy-gradient logistic regression of [WM10] §4.1, every measurement released.
+
+    Parameters
+    ----------
+    X, y
+        The records: (N, d) features (rows projected onto ‖x‖₁ ≤ ``feature_norm``, counted)
+        and N labels in {0, 1}. Add a column of ones to ``X`` for an intercept.
+    epsilon
+        The total ε of the run; each of the ``iterations`` measurements costs ε/iterations.
+    feature_norm
+        The declared bound B on ‖x‖₁ (required: a property of the feature domain, e.g. 2
+        for the unit cube in 4 dimensions, √d for the unit sphere). One record moves the
+        gradient sum by at most 2B in L1 (|y − σ| < 1; replace-one), so each
+        measurement's Laplace scale is 2B·T/ε.
+    iterations
+        Rounds of gradient ascent T (≥ 1).
+    learning_rate
+        The step η: ``w_{t+1} = w_t + η · g̃_t / N``.
+    ledger
+        The ledger to charge (required); the whole run is reserved before the first draw.
+    rng
+        ``None`` (default): OpenDP's floating-point-safe Laplace sampler; an ``int`` or a
+        ``numpy.random.Generator`` for seeded noise (research and tests only).
+
+    Returns
+    -------
+    NoisyGradientRun
+        The measurements, the weight path and the noise scale: what
+        :func:`pymc_dp.logistic_from_gradients` needs.
+
+    Raises
+    ------
+    ValueError
+        For bad records or arguments (nothing is spent).
+    pymc_dp.BudgetExceededError
+        If the run does not fit the ledger's budget (nothing is drawn).
+    """
+    eps = check_epsilon(epsilon, "epsilon")
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+        raise ValueError(f"iterations must be a positive integer, got {iterations!r}.")
+    eta = _positive(learning_rate, "learning_rate")
+    ledger = _require_ledger(ledger)
+    if ledger.neighbouring != "replace":
+        raise ValueError(
+            "noisy_gradient_logistic needs replace-one neighbouring (N public: the step divides by it); "
+            f"the ledger uses {ledger.neighbouring!r}."
+        )
+    source = resolve_noise_source(rng)
+    X, labels, _ = check_logistic_records(X, y, feature_norm, "l1")
+    bound = float(feature_norm)
+    n, d = X.shape
+    T = int(iterations)
+    eps_t = eps / T
+    sensitivity = 2.0 * bound
+    scale = sensitivity / eps_t
+    weights = np.zeros((T + 1, d))
+    measurements = np.empty((T, d))
+    with ledger.charge(
+        "laplace", eps_t, count=T, touched=f"logistic gradient sums ({d} coordinates, {T} iterations)",
+        event=LaplaceEvent(noise_multiplier=1.0 / eps_t), noise_source=source.name,
+        details={"norm": "l1", "sensitivity": sensitivity, "scale": scale, "feature_norm": bound,
+                 "iterations": T, "learning_rate": eta, "algorithm": "noisy gradient ascent"},
+        assumptions=(REPLACE_ONLY,),
+    ) as entry:
+        for t in range(T):
+            residual = labels - _sigmoid(X @ weights[t])
+            measurements[t] = source.add_laplace(X.T @ residual, scale)
+            weights[t + 1] = weights[t] + eta * measurements[t] / n
+    measurements.setflags(write=False)
+    weights.setflags(write=False)
+    return NoisyGradientRun(
+        measurements=measurements, weights=weights, scale=scale, n_records=n, feature_norm=bound, epsilon=eps,
+        learning_rate=eta, entry=entry,
+    )

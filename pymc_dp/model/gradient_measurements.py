@@ -1,0 +1,152 @@
+"""Inference from the noisy gradients of a private logistic regression ([WM10] §4.1).
+
+:func:`pymc_dp.noisy_gradient_logistic` releases ``z_t = g_t(X) + e_t`` for t = 1..T, where
+``g_t(X) = Σ_i x_i (y_i − σ(w_t · x_i))`` is the gradient sum at the public point ``w_t`` and
+``e_t`` is Laplace noise of a known scale b on every coordinate. The records are latent; the
+model's parameter is the weight vector θ of ``y | x ~ Bernoulli(σ(θ · x))``. Then
+
+    p(θ | z) ∝ p(θ) ∫ p(G | θ) Π_t Π_j Laplace(z_tj | G_tj, b) dG,
+
+with ``G = (g_1, …, g_T)``: a sum of N independent per-record vectors
+``f(x, y) = (x (y − σ(w_t · x)))_t``. **The central limit theorem** makes G Normal given θ,
+with mean ``N E[f]`` and covariance ``N Cov[f]`` over the record distribution — *jointly*
+over the T iterations, which reuse the same records (treating them as independent would
+count the data's sampling variation T times). Given x, ``y − σ(w_t·x)`` has mean
+``p − s_t`` and ``E[(y − s_t)(y − s_u)] = p(1 − p) + (p − s_t)(p − s_u)`` with ``p = σ(θ·x)``,
+``s_t = σ(w_t·x)``; the expectation over x is taken over ``features``, a sample of M rows
+from the feature distribution (the declared design, public rows, or synthetic ones), so
+
+    E[f] ≈ mean_m a_m,   E[f fᵀ] ≈ mean_m (a_m a_mᵀ + p_m(1 − p_m) (1 1ᵀ ⊗ x_m x_mᵀ)),
+
+``a_m = ((p_m − s_mt) x_m)_t``. The latent sums are sampled non-centred
+(``G = N E[f] + chol(N Cov f) η``, η standard normal), and the Laplace noise enters
+exactly. Public auxiliary records join as ordinary observed data on the same θ.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..mechanisms.logistic_regression import NoisyGradientRun, check_logistic_records
+
+__all__ = ["observe_noisy_gradients", "logistic_from_gradients", "DEFAULT_JITTER"]
+
+#: Relative jitter added to the diagonal of the latent sums' covariance (its trace / Td times this).
+DEFAULT_JITTER = 1e-6
+
+
+def _features(features: Any, run: NoisyGradientRun) -> np.ndarray:
+    F = np.asarray(features, dtype=float)
+    d = run.measurements.shape[1]
+    if F.ndim != 2 or F.shape[1] != d:
+        raise ValueError(f"features must be an (M, {d}) array of feature rows (the records' distribution), got {F.shape}.")
+    T = run.iterations
+    if F.shape[0] < 2 * T * d:
+        raise ValueError(
+            f"features has {F.shape[0]} rows; the covariance of the {T}×{d} gradient sums needs at least "
+            f"{2 * T * d} (thousands are better): draw more rows from the feature distribution."
+        )
+    # The same projection the mechanism applied to the records.
+    F, _, _ = check_logistic_records(F, np.zeros(F.shape[0]), run.feature_norm, "l1")
+    return F
+
+
+def _moments(F: Any, S: Any, theta: Any, xp: Any) -> tuple[Any, Any]:
+    """E[f] (Td,) and Cov[f] (Td, Td) of one record's gradient terms, over the rows of ``F``.
+
+    ``xp`` is ``numpy`` or ``pytensor.tensor``: the same formula serves a fixed θ (NumPy)
+    and a θ of the model (PyTensor).
+    """
+    M, d = F.shape
+    T = S.shape[1]
+    p = 1.0 / (1.0 + xp.exp(-xp.dot(F, theta)))
+    residual = p[:, None] - S  # (M, T)
+    A = (residual[:, :, None] * F[:, None, :]).reshape((M, T * d))
+    mean = A.mean(axis=0)
+    within = xp.dot(F.T * (p * (1 - p)), F) / M  # E[p(1-p) x xᵀ], the same for every pair of iterations
+    second = xp.dot(A.T, A) / M + xp.tile(within, (T, T))
+    return mean, second - xp.outer(mean, mean)
+
+
+def observe_noisy_gradients(
+    name: str, run: NoisyGradientRun, weights: Any, features: Any, *, covariance: str = "fixed", model: Any = None,
+) -> Any:
+    """Condition a PyMC model's weight vector on the released noisy gradients of ``run``.
+
+    Parameters
+    ----------
+    name
+        Name of the observed variable (the latent sums' standardised noise is ``f"{name}_latent"``).
+    run
+        What :func:`pymc_dp.noisy_gradient_logistic` released.
+    weights
+        The model's weight vector θ (length d, the columns of the released records'
+        features, e.g. ``pm.Normal("w", 0, 2, shape=d)``).
+    features
+        (M, d) rows drawn from the distribution of the records' features — the declared
+        design, public rows or synthetic ones (rows are projected onto the declared L1 ball
+        as the records were). Public, so free. M ≥ 2·T·d; the Monte Carlo error of the
+        gradient means, N·sd/√M, should stay well below the noise scale.
+    covariance
+        ``"fixed"`` (default): the sums' covariance N·Cov[f] evaluated once, at the
+        heuristic's released answer (public) — it matters only where the sampling
+        variation is not swamped by the noise, and is second order in θ there; fast.
+        ``"exact"``: a function of θ in the model (a Cholesky factor per evaluation; slower).
+    model
+        The model (default: the ``with`` block's).
+
+    Returns
+    -------
+    TensorVariable
+        The observed Laplace variable of the flattened measurements.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    if covariance not in ("fixed", "exact"):
+        raise ValueError(f"covariance must be 'fixed' or 'exact', got {covariance!r}.")
+    model = pm.modelcontext(model)
+    F = _features(features, run)
+    T, d = run.measurements.shape
+    N = run.n_records
+    S = 1.0 / (1.0 + np.exp(-(F @ run.weights[:-1].T)))  # (M, T): σ(w_t · x_m), public
+    with model:
+        theta = pt.as_tensor_variable(weights)
+        mean, cov = _moments(F, S, theta, pt)
+        if covariance == "fixed":
+            _, cov_fixed = _moments(F, S, np.asarray(run.final_weights, dtype=float), np)
+            cov_fixed = N * cov_fixed
+            jitter = DEFAULT_JITTER * max(np.trace(cov_fixed) / (T * d), 1e-12)
+            chol = pt.as_tensor_variable(np.linalg.cholesky(cov_fixed + jitter * np.eye(T * d)))
+        else:
+            cov = N * cov
+            jitter = DEFAULT_JITTER * pt.maximum(pt.trace(cov) / (T * d), 1e-12)
+            chol = pt.linalg.cholesky(cov + jitter * pt.eye(T * d))
+        eta = pm.Normal(f"{name}_latent", 0.0, 1.0, shape=T * d)
+        sums = N * mean + pt.dot(chol, eta)
+        return pm.Laplace(name, mu=sums, b=run.scale, observed=np.asarray(run.measurements).ravel())
+
+
+def logistic_from_gradients(
+    run: NoisyGradientRun, features: Any, *, prior_sigma: float = 5.0, public: tuple[Any, Any] | None = None,
+    name: str = "w", covariance: str = "fixed",
+) -> Any:
+    """A PyMC model of the weights given the released noisy gradients (and optional public records).
+
+    ``w ~ Normal(0, prior_sigma)`` on each of the d coordinates; the measurements enter through
+    :func:`observe_noisy_gradients`; ``public=(X_pub, y_pub)`` adds public records as ordinary
+    observed data ``Bernoulli(logit_p = X_pub @ w)`` (they cost nothing: they are not private).
+    """
+    import pymc as pm
+
+    d = run.measurements.shape[1]
+    with pm.Model() as model:
+        w = pm.Normal(name, 0.0, prior_sigma, shape=d)
+        observe_noisy_gradients("gradients", run, w, features, covariance=covariance)
+        if public is not None:
+            X_pub, y_pub = public
+            X_pub, y_pub, _ = check_logistic_records(X_pub, y_pub, run.feature_norm, "l1")
+            pm.Bernoulli("public", logit_p=pm.math.dot(X_pub, w), observed=y_pub)
+    return model
