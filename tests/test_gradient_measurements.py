@@ -41,6 +41,10 @@ def test_the_run_is_reserved_whole_and_charged_as_iterations_laplace_releases():
     assert run.scale == pytest.approx(4.0 / 0.2)  # 2B/(ε/T)
     # The path is post-processing of the releases: w_{t+1} = w_t + η z_t / N, from w_0 = 0.
     assert np.allclose(run.weights[0], 0)
+    start = np.array([1.0, -1.0, 0.5, 0.0])
+    warm = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=2, feature_norm=2.0, initial_weights=start,
+                                        ledger=pmdp.PrivacyLedger(), rng=3)
+    assert np.allclose(warm.weights[0], start)
     assert np.allclose(np.diff(run.weights, axis=0), run.learning_rate * run.measurements / 300)
     assert run.measurements.shape == (5, D) and not run.measurements.flags.writeable
     secure = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=2, ledger=pmdp.PrivacyLedger(), feature_norm=2.0)
@@ -74,6 +78,8 @@ def test_bad_records_and_arguments_are_refused_before_anything_is_spent():
         (dict(X=X, y=y, iterations=0), "iterations"),
         (dict(X=X, y=y, epsilon=-1.0), "epsilon"),
         (dict(X=X, y=y, learning_rate=float("nan")), "learning_rate"),
+        (dict(X=X, y=y, initial_weights=np.zeros(3)), "initial_weights must hold one weight per feature"),
+        (dict(X=X, y=y, initial_weights=np.full(D, np.inf)), "initial_weights"),
     ]
     for kwargs, message in cases:
         args = {"epsilon": 1.0, "feature_norm": 2.0, **kwargs}

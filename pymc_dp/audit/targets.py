@@ -360,6 +360,34 @@ def _barker_group_index(broken: bool, secure: bool):
 # ---------------------------------------------------------------------------- posterior release
 
 
+def _noisy_gradient(broken: bool, secure: bool):
+    """One noisy gradient of a logistic regression at a public point where one record's term reaches L1 norm 2B.
+
+    At ``w_0 = (−20, 20)`` the record ``((1, 0), y = 1)`` contributes ≈ (1, 0) and its
+    replacement ``((0, 1), y = 0)`` ≈ (0, −1): L1 distance 2 = 2·``feature_norm``, the
+    sensitivity the mechanism charges. The statistic ``clip(z₁, 0, 1) + clip(z₂, −1, 0)``
+    is monotone in the privacy loss of the two Laplace coordinates, so it loses nothing.
+    The broken twin spends ε = 2 while claiming 1 (noise scale halved).
+    """
+    from ..mechanisms.logistic_regression import noisy_gradient_logistic
+
+    epsilon = 2.0 if broken else 1.0
+    records = {0: (np.array([[1.0, 0.0]]), np.array([1])), 1: (np.array([[0.0, 1.0]]), np.array([0]))}
+    start = np.array([-20.0, 20.0])
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        X, y = records[s]
+        noise = _noise(secure, rng)
+        out = np.empty(size)
+        for i in range(size):
+            z = noisy_gradient_logistic(X, y, epsilon=epsilon, iterations=1, feature_norm=1.0, initial_weights=start,
+                                        ledger=PrivacyLedger(), rng=noise).measurements[0]
+            out[i] = np.clip(z[0], 0.0, 1.0) + np.clip(z[1], -1.0, 0.0)
+        return out
+
+    return run, 0, 1
+
+
 def _hellinger(mechanism: str, counts: Sequence[int], neighbour: Sequence[int], factor: float = 2.0):
     def build(broken: bool, secure: bool):
         epsilon = factor if broken else 1.0  # every scale is proportional to 1/ε
@@ -409,6 +437,7 @@ TARGETS: tuple[AuditTarget, ...] = (
                 _ops_logistic, events="exact", broken_how="temperature halved", uses_noise_source=False),
     AuditTarget("Barker step (group intercepts a[idx], clipped)", 1.0, 0.0, 400_000, _barker_group_index,
                 events="bins", broken_how="temperature divided by 4", uses_noise_source=False),
+    AuditTarget("noisy gradient (logistic regression, [WM10] 4.1)", 1.0, 0.0, 100_000, _noisy_gradient),
     AuditTarget("LSHist", 1.0, 0.0, 40_000, _hellinger("lshist", (0, 20), (1, 19)), events="exact"),
     AuditTarget("LSDim", 1.0, 0.0, 40_000, _lsdim_statistic(_hellinger("lsdim", (0, 7, 3), (1, 6, 3))),
                 events="exact"),

@@ -110,7 +110,7 @@ class NoisyGradientRun:
     measurements
         (iterations, d): the noisy sums ``g̃_t = Σ_i x_i (y_i − σ(w_t · x_i)) + Laplace(scale)``.
     weights
-        (iterations + 1, d): ``w_0 = 0`` and ``w_{t+1} = w_t + learning_rate · g̃_t / N``; row
+        (iterations + 1, d): ``w_0`` (zeros unless given) and ``w_{t+1} = w_t + learning_rate · g̃_t / N``; row
         ``t`` is where gradient ``t`` was taken. The last row is the heuristic's answer.
     scale
         The Laplace scale b of every coordinate of every measurement: 2·feature_norm·iterations/ε.
@@ -153,6 +153,7 @@ def noisy_gradient_logistic(
     feature_norm: float,
     iterations: int = 10,
     learning_rate: float = 10.0,
+    initial_weights: Any = None,
     ledger: "PrivacyLedger",
     rng: Any = None,
 ) -> NoisyGradientRun:
@@ -168,12 +169,15 @@ def noisy_gradient_logistic(
     feature_norm
         The declared bound B on ‖x‖₁ (required: a property of the feature domain, e.g. 2
         for the unit cube in 4 dimensions, √d for the unit sphere). One record moves the
-        gradient sum by at most 2B in L1 (|y − σ| < 1; replace-one), so each
-        measurement's Laplace scale is 2B·T/ε.
+        gradient sum by at most 2B in L1 (the residual y − σ lies in (−1, 1);
+        replace-one), so each measurement's Laplace scale is 2B·T/ε.
     iterations
         Rounds of gradient ascent T (≥ 1).
     learning_rate
         The step η: ``w_{t+1} = w_t + η · g̃_t / N``.
+    initial_weights
+        ``w_0`` (default zeros): a public starting point, e.g. a fit to public records.
+        It must not be computed from the private records.
     ledger
         The ledger to charge (required); the whole run is reserved before the first draw.
     rng
@@ -207,11 +211,15 @@ def noisy_gradient_logistic(
     X, labels, _ = check_logistic_records(X, y, feature_norm, "l1")
     bound = float(feature_norm)
     n, d = X.shape
+    start = np.zeros(d) if initial_weights is None else check_finite_array(initial_weights, "initial_weights")
+    if start.shape != (d,):
+        raise ValueError(f"initial_weights must hold one weight per feature column ({d}), got shape {start.shape}.")
     T = int(iterations)
     eps_t = eps / T
     sensitivity = 2.0 * bound
     scale = sensitivity / eps_t
-    weights = np.zeros((T + 1, d))
+    weights = np.empty((T + 1, d))
+    weights[0] = start
     measurements = np.empty((T, d))
     with ledger.charge(
         "laplace", eps_t, count=T, touched=f"logistic gradient sums ({d} coordinates, {T} iterations)",
