@@ -19,7 +19,13 @@ from .families import PrivateStatistics, privatize
 from .mechanisms import hellinger_mechanisms
 from .mechanisms.hellinger_distance import hellinger
 from .mechanisms.hellinger_mechanisms import PosteriorRelease, release_posterior
-from .mechanisms.logistic_regression import NoisyGradientRun, noisy_gradient_logistic
+from .mechanisms.logistic_regression import (
+    NoisyGradientRun,
+    PerturbedWeights,
+    noisy_gradient_logistic,
+    objective_perturbation_logistic,
+    output_perturbation_logistic,
+)
 from .model import (
     LoglikSensitivity,
     Measurement,
@@ -58,6 +64,7 @@ __all__ = [
     "LoglikSensitivity",
     "Measurement",
     "NoisyGradientRun",
+    "PerturbedWeights",
     "PrivacyCost",
     "PosteriorRelease",
     "PrivacyLedger",
@@ -77,6 +84,8 @@ __all__ = [
     "logistic_from_gradients",
     "loglik_sensitivity",
     "noisy_gradient_logistic",
+    "objective_perturbation_logistic",
+    "output_perturbation_logistic",
     "observe_count_measurements",
     "observe_measurements",
     "observe_noisy_gradients",

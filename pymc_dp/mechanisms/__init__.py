@@ -12,6 +12,8 @@ function                             releases                                   
                                      EHD, EHDS; EHDL as a non-private benchmark)  not private)
 :func:`noisy_gradient_logistic`      every noisy gradient sum of T rounds of      ε-DP
                                      logistic-regression gradient ascent
+:func:`output_perturbation_logistic` regularised logistic weights + noise         ε-DP
+:func:`objective_perturbation_logistic` weights minimising a noisy objective      ε-DP
 ==================================== ============================================ ==============
 
 Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
@@ -37,7 +39,13 @@ from .hellinger_distance import hellinger
 from .hellinger_mechanisms import release_posterior
 from .geometric import discrete_laplace_mechanism, geometric_mechanism
 from .laplace import laplace_mechanism
-from .logistic_regression import NoisyGradientRun, noisy_gradient_logistic
+from .logistic_regression import (
+    NoisyGradientRun,
+    PerturbedWeights,
+    noisy_gradient_logistic,
+    objective_perturbation_logistic,
+    output_perturbation_logistic,
+)
 from .noise import NoiseSource, SecureNoise, SeededNoise, resolve_noise_source
 from .randomized_response import (
     randomized_response,
@@ -64,4 +72,7 @@ __all__ = [
     "release_posterior",
     "NoisyGradientRun",
     "noisy_gradient_logistic",
+    "PerturbedWeights",
+    "output_perturbation_logistic",
+    "objective_perturbation_logistic",
 ]
