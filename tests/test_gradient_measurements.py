@@ -129,6 +129,8 @@ def test_with_little_noise_the_posterior_covers_the_true_weights():
     z = (w.mean(axis=0) - TRUE_W) / w.std(axis=0)
     assert np.all(np.abs(z) < 3), z
     assert np.all(w.std(axis=0) < 2.5)  # informative: the prior sd is 5
+    with pytest.raises(ValueError, match="noise must be 'auto', 'exact' or 'gaussian'"):
+        pmdp.logistic_from_gradients(run, design_rows(), noise="laplace")
 
 
 @pytest.mark.slow

@@ -18,9 +18,12 @@ from the feature distribution (the declared design, public rows, or synthetic on
 
     E[f] ≈ mean_m a_m,   E[f fᵀ] ≈ mean_m (a_m a_mᵀ + p_m(1 − p_m) (1 1ᵀ ⊗ x_m x_mᵀ)),
 
-``a_m = ((p_m − s_mt) x_m)_t``. The latent sums are sampled non-centred
-(``G = N E[f] + chol(N Cov f) η``, η standard normal), and the Laplace noise enters
-exactly. Public auxiliary records join as ordinary observed data on the same θ.
+``a_m = ((p_m − s_mt) x_m)_t``. Where the noise is large against the sums' sampling
+variation, the latent sums are sampled non-centred (``G = N E[f] + chol(N Cov f) η``, η
+standard normal) and the Laplace noise enters exactly; where it is small, the noise is
+moment-matched by a Normal and G integrated out (``noise=`` of
+:func:`observe_noisy_gradients`). Public auxiliary records join as ordinary observed data
+on the same θ.
 """
 
 from __future__ import annotations
@@ -71,7 +74,8 @@ def _moments(F: Any, S: Any, theta: Any, xp: Any) -> tuple[Any, Any]:
 
 
 def observe_noisy_gradients(
-    name: str, run: NoisyGradientRun, weights: Any, features: Any, *, covariance: str = "fixed", model: Any = None,
+    name: str, run: NoisyGradientRun, weights: Any, features: Any, *, covariance: str = "fixed",
+    noise: str = "auto", model: Any = None,
 ) -> Any:
     """Condition a PyMC model's weight vector on the released noisy gradients of ``run``.
 
@@ -94,6 +98,15 @@ def observe_noisy_gradients(
         heuristic's released answer (public) — it matters only where the sampling
         variation is not swamped by the noise, and is second order in θ there; fast.
         ``"exact"``: a function of θ in the model (a Cholesky factor per evaluation; slower).
+    noise
+        How the Laplace noise enters. ``"exact"``: around latent sums sampled non-centred
+        (G = N E[f] + L η, η standard normal; NUTS samples η with θ). ``"gaussian"``: the
+        noise replaced by a Normal of the same variance 2b², so the measurements are
+        marginally Normal, N(N E[f], N Cov[f] + 2b² I), with no latent variable. ``"auto"``
+        (default): ``"gaussian"`` when the noise s.d. √2·b is below the median sampling s.d.
+        of the sums (both public numbers) — the noise's shape then hardly matters, and the
+        latent sums, pinned by small noise to a nearly singular CLT covariance, would make
+        NUTS crawl — else ``"exact"``.
     model
         The model (default: the ``with`` block's).
 
@@ -107,6 +120,8 @@ def observe_noisy_gradients(
 
     if covariance not in ("fixed", "exact"):
         raise ValueError(f"covariance must be 'fixed' or 'exact', got {covariance!r}.")
+    if noise not in ("auto", "exact", "gaussian"):
+        raise ValueError(f"noise must be 'auto', 'exact' or 'gaussian', got {noise!r}.")
     model = pm.modelcontext(model)
     F = _features(features, run)
     T, d = run.measurements.shape
@@ -115,23 +130,30 @@ def observe_noisy_gradients(
     with model:
         theta = pt.as_tensor_variable(weights)
         mean, cov = _moments(F, S, theta, pt)
+        _, cov_fixed = _moments(F, S, np.asarray(run.final_weights, dtype=float), np)
+        cov_fixed = N * cov_fixed
+        if noise == "auto":
+            typical = float(np.median(np.sqrt(np.clip(np.diag(cov_fixed), 0.0, None))))
+            noise = "gaussian" if np.sqrt(2.0) * run.scale < typical else "exact"
         if covariance == "fixed":
-            _, cov_fixed = _moments(F, S, np.asarray(run.final_weights, dtype=float), np)
-            cov_fixed = N * cov_fixed
             jitter = DEFAULT_JITTER * max(np.trace(cov_fixed) / (T * d), 1e-12)
             chol = pt.as_tensor_variable(np.linalg.cholesky(cov_fixed + jitter * np.eye(T * d)))
         else:
             cov = N * cov
             jitter = DEFAULT_JITTER * pt.maximum(pt.trace(cov) / (T * d), 1e-12)
             chol = pt.linalg.cholesky(cov + jitter * pt.eye(T * d))
-        eta = pm.Normal(f"{name}_latent", 0.0, 1.0, shape=T * d)
-        sums = N * mean + pt.dot(chol, eta)
-        return pm.Laplace(name, mu=sums, b=run.scale, observed=np.asarray(run.measurements).ravel())
+        z = np.asarray(run.measurements, dtype=float).ravel()
+        if noise == "exact":
+            eta = pm.Normal(f"{name}_latent", 0.0, 1.0, shape=T * d)
+            sums = N * mean + pt.dot(chol, eta)
+            return pm.Laplace(name, mu=sums, b=run.scale, observed=z)
+        total = pt.dot(chol, chol.T) + 2.0 * run.scale**2 * pt.eye(T * d)
+        return pm.MvNormal(name, mu=N * mean, cov=total, observed=z)
 
 
 def logistic_from_gradients(
     run: NoisyGradientRun, features: Any, *, prior_sigma: float = 5.0, public: tuple[Any, Any] | None = None,
-    name: str = "w", covariance: str = "fixed",
+    name: str = "w", covariance: str = "fixed", noise: str = "auto",
 ) -> Any:
     """A PyMC model of the weights given the released noisy gradients (and optional public records).
 
@@ -144,7 +166,7 @@ def logistic_from_gradients(
     d = run.measurements.shape[1]
     with pm.Model() as model:
         w = pm.Normal(name, 0.0, prior_sigma, shape=d)
-        observe_noisy_gradients("gradients", run, w, features, covariance=covariance)
+        observe_noisy_gradients("gradients", run, w, features, covariance=covariance, noise=noise)
         if public is not None:
             X_pub, y_pub = public
             X_pub, y_pub, _ = check_logistic_records(X_pub, y_pub, run.feature_norm, "l1")
