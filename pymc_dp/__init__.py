@@ -26,6 +26,7 @@ from .mechanisms.logistic_regression import (
     objective_perturbation_logistic,
     output_perturbation_logistic,
 )
+from .mechanisms.second_moment import SecondMomentRelease, noisy_second_moment
 from .model import (
     LoglikSensitivity,
     Measurement,
@@ -36,6 +37,7 @@ from .model import (
     observe_count_measurements,
     observe_measurements,
     observe_noisy_gradients,
+    pca_from_second_moment,
     observe_stats,
     privatize_model,
     temper,
@@ -65,6 +67,7 @@ __all__ = [
     "Measurement",
     "NoisyGradientRun",
     "PerturbedWeights",
+    "SecondMomentRelease",
     "PrivacyCost",
     "PosteriorRelease",
     "PrivacyLedger",
@@ -84,11 +87,13 @@ __all__ = [
     "logistic_from_gradients",
     "loglik_sensitivity",
     "noisy_gradient_logistic",
+    "noisy_second_moment",
     "objective_perturbation_logistic",
     "output_perturbation_logistic",
     "observe_count_measurements",
     "observe_measurements",
     "observe_noisy_gradients",
+    "pca_from_second_moment",
     "observe_stats",
     "plot_ledger",
     "privatize",

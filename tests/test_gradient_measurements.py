@@ -231,3 +231,63 @@ def test_perturbation_mechanisms_refuse_bad_arguments_and_learn_at_a_large_epsil
         assert len(ledger) == 0
         w = release(X, y, epsilon=10.0, feature_norm=1.0, regularisation=0.01, ledger=ledger, rng=2).weights
         assert np.mean((X_test @ w > 0) != y_test) < 0.17  # Bayes error ≈ 15 %
+
+
+# ---------------------------------------------------------------------------- PCA from a noisy second moment ([WM10] 4.2)
+
+
+def _pca_records(n: int = 2000, d: int = 5, seed: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    u = np.ones(d) / np.sqrt(d)
+    X = rng.normal(size=(n, 1)) * 0.4 * u + rng.normal(size=(n, d)) * 0.1
+    return X / np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None], u
+
+
+def test_the_second_moment_sensitivities_hold_for_any_pair_of_records():
+    # 20 000 random pairs on and inside the unit ball in 6 dimensions, plus the extremes.
+    rng = np.random.default_rng(61)
+    d = 6
+    x, x2 = (rng.normal(size=(20_000, d)) for _ in range(2))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    x2 /= np.maximum(1, np.linalg.norm(x2, axis=1, keepdims=True))
+    rows, cols = np.triu_indices(d)
+    diff = x[:, rows] * x[:, cols] - x2[:, rows] * x2[:, cols]
+    assert np.sqrt((diff**2).sum(axis=1)).max() <= math.sqrt(2) + 1e-12
+    assert np.abs(diff).sum(axis=1).max() <= d + 1 + 1e-12
+    e1, e2 = np.eye(d)[0], np.eye(d)[1]  # two orthogonal unit records: the L2 bound is attained
+    assert np.sqrt(((e1[rows] * e1[cols] - e2[rows] * e2[cols]) ** 2).sum()) == pytest.approx(math.sqrt(2))
+
+
+def test_noisy_second_moment_charges_its_mechanism_and_refuses_bad_input():
+    X, _ = _pca_records()
+    gauss_ledger, laplace_ledger = pmdp.PrivacyLedger(), pmdp.PrivacyLedger()
+    g = pmdp.noisy_second_moment(X, epsilon=1.0, norm_bound=1.0, ledger=gauss_ledger, rng=1)
+    lap = pmdp.noisy_second_moment(X, epsilon=1.0, norm_bound=1.0, mechanism="laplace", ledger=laplace_ledger, rng=1)
+    assert gauss_ledger.total() == (1.0, 1e-6) and g.entry.details["sensitivity"] == pytest.approx(math.sqrt(2))
+    assert laplace_ledger.total() == (1.0, 0.0) and lap.entry.details["sensitivity"] == pytest.approx(6.0)
+    assert g.values.shape == (15,) and np.allclose(g.matrix(), g.matrix().T) and lap.noise_sd > g.noise_sd
+    for kwargs, message in ((dict(mechanism="wishart"), "mechanism"), (dict(norm_bound=-1.0), "norm_bound"),
+                            (dict(X=X[:, :, None]), "2-D")):
+        with pytest.raises(ValueError, match=message):
+            pmdp.noisy_second_moment(**{"X": X, "epsilon": 1.0, "norm_bound": 1.0, **kwargs}, ledger=pmdp.PrivacyLedger())
+    with pytest.raises(ValueError, match="replace-one"):
+        pmdp.noisy_second_moment(X, epsilon=1.0, norm_bound=1.0, ledger=pmdp.PrivacyLedger(neighbouring="add_remove"))
+
+
+def test_the_pca_posterior_finds_the_direction_and_knows_how_sure_it_is():
+    X, _ = _pca_records()
+    truth = np.linalg.eigh(X.T @ X)[1][:, -1]
+    spread = {}
+    for eps in (0.1, 10.0):
+        release = pmdp.noisy_second_moment(X, epsilon=eps, norm_bound=1.0, ledger=pmdp.PrivacyLedger(), rng=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pmdp.pca_from_second_moment(release):
+                trace = pm.sample(500, tune=500, chains=2, cores=1, random_seed=3, **QUIET)
+        theta = trace.posterior["theta"].values.reshape(-1, 5)
+        directions = theta / np.linalg.norm(theta, axis=1, keepdims=True)
+        angles = np.degrees(np.arccos(np.clip(np.abs(directions @ truth), 0, 1)))
+        leading = np.linalg.eigh((theta[:, :, None] * theta[:, None, :]).mean(axis=0))[1][:, -1]
+        spread[eps] = np.median(angles)
+        assert np.degrees(np.arccos(min(1.0, abs(leading @ truth)))) < 3 * spread[eps] + 0.5
+    assert spread[10.0] < 1.0 < spread[0.1]

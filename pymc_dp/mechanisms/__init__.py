@@ -14,6 +14,7 @@ function                             releases                                   
                                      logistic-regression gradient ascent
 :func:`output_perturbation_logistic` regularised logistic weights + noise         ε-DP
 :func:`objective_perturbation_logistic` weights minimising a noisy objective      ε-DP
+:func:`noisy_second_moment`          Σ x xᵀ of norm-bounded records + noise       (ε, δ)-DP or ε-DP
 ==================================== ============================================ ==============
 
 Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
@@ -46,6 +47,7 @@ from .logistic_regression import (
     objective_perturbation_logistic,
     output_perturbation_logistic,
 )
+from .second_moment import SecondMomentRelease, noisy_second_moment
 from .noise import NoiseSource, SecureNoise, SeededNoise, resolve_noise_source
 from .randomized_response import (
     randomized_response,
@@ -75,4 +77,6 @@ __all__ = [
     "PerturbedWeights",
     "output_perturbation_logistic",
     "objective_perturbation_logistic",
+    "SecondMomentRelease",
+    "noisy_second_moment",
 ]

@@ -92,7 +92,7 @@ def check_logistic_records(X: Any, y: Any, feature_norm: float, norm: str) -> tu
         raise ValueError("y must hold labels 0 or 1 (a record's outcome); recode other labels before the release.")
     bound = _positive(feature_norm, "feature_norm")
     norms = np.abs(X).sum(axis=1) if norm == "l1" else np.sqrt((X**2).sum(axis=1))
-    outside = norms > bound
+    outside = norms > bound * (1 + 1e-12)
     clipped = int(outside.sum())
     if clipped:
         X = X.copy()

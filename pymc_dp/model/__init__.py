@@ -6,7 +6,7 @@ log-likelihood sensitivity (``truncate``, ``clip_loglik``, ``temper``,
 ``loglik_sensitivity``) for tempered posteriors.
 """
 
-from .gradient_measurements import logistic_from_gradients, observe_noisy_gradients
+from .gradient_measurements import logistic_from_gradients, observe_noisy_gradients, pca_from_second_moment
 from .measurement import Measurement, latent_sum, observe_count_measurements, observe_measurements
 from .observe import observe_stats, statistics_of
 from .privatize_model import PrivatisedModel, privatize_model, split_epsilon
@@ -23,6 +23,7 @@ __all__ = [
     "latent_sum",
     "logistic_from_gradients",
     "observe_noisy_gradients",
+    "pca_from_second_moment",
     "loglik_sensitivity",
     "observe_count_measurements",
     "observe_measurements",
