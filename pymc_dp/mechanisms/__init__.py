@@ -1,21 +1,22 @@
 """Differentially private mechanisms, each charging a :class:`~pymc_dp.accounting.PrivacyLedger`.
 
-==================================== ============================================ ==============
-function                             releases                                     guarantee
-==================================== ============================================ ==============
-:func:`laplace_mechanism`            real vector + Laplace(Δ₁/ε) noise            ε-DP
-:func:`gaussian_mechanism`           real vector + N(0, σ²), analytic σ           (ε, δ)-DP
-:func:`geometric_mechanism`          integer vector + discrete Laplace noise      ε-DP
-:func:`exponential_mechanism`        one of finitely many candidates              ε-DP
-:func:`randomized_response`          each answer randomised on its own            ε-DP (local)
-:func:`release_posterior`            a whole Dirichlet posterior (LSDim, LSHist,  ε-DP (EHDL:
-                                     EHD, EHDS; EHDL as a non-private benchmark)  not private)
-:func:`noisy_gradient_logistic`      every noisy gradient sum of T rounds of      ε-DP
-                                     logistic-regression gradient ascent
-:func:`output_perturbation_logistic` regularised logistic weights + noise         ε-DP
-:func:`objective_perturbation_logistic` weights minimising a noisy objective      ε-DP
-:func:`noisy_second_moment`          Σ x xᵀ of norm-bounded records + noise       (ε, δ)-DP or ε-DP
-==================================== ============================================ ==============
+======================================= ============================================ ========================
+function                                releases                                     guarantee
+======================================= ============================================ ========================
+:func:`laplace_mechanism`               real vector + Laplace(Δ₁/ε) noise            ε-DP
+:func:`gaussian_mechanism`              real vector + N(0, σ²), analytic σ           (ε, δ)-DP
+:func:`geometric_mechanism`             integer vector + discrete Laplace noise      ε-DP
+:func:`exponential_mechanism`           one of finitely many candidates              ε-DP
+:func:`randomized_response`             each answer randomised on its own            ε-DP (local)
+:func:`release_posterior`               a whole Dirichlet posterior (LSDim, LSHist,  ε-DP (EHDL: not private)
+                                        EHD, EHDS; EHDL as a non-private benchmark)
+:func:`noisy_gradient_logistic`         every noisy gradient sum of T rounds of      ε-DP
+                                        logistic-regression gradient ascent
+:func:`output_perturbation_logistic`    regularised logistic weights + noise         ε-DP
+:func:`objective_perturbation_logistic` weights minimising a noise-perturbed         ε-DP
+                                        objective
+:func:`noisy_second_moment`             Σ x xᵀ of norm-bounded records + noise       (ε, δ)-DP or ε-DP
+======================================= ============================================ ========================
 
 Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
 
