@@ -72,8 +72,25 @@ def _positive(value: Any, name: str) -> float:
     return value
 
 
-def check_logistic_records(X: Any, y: Any, feature_norm: float, norm: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """Validate the records; project feature rows onto the declared ball; return ``(X, y, clipped)``.
+def project_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
+    """Rows of ``X`` with ‖x‖ > ``bound`` (``norm`` ``"l1"`` or ``"l2"``) rescaled onto the sphere, with a
+    :class:`ClippedFeaturesWarning` giving the count (to the curator only: it is data)."""
+    norms = np.abs(X).sum(axis=1) if norm == "l1" else np.sqrt((X**2).sum(axis=1))
+    outside = norms > bound * (1 + 1e-12)
+    clipped = int(outside.sum())
+    if clipped:
+        X = X.copy()
+        X[outside] *= (bound / norms[outside])[:, None]
+        warnings.warn(
+            f"{clipped} row(s) had {norm.upper()} norm above the declared bound {bound:g} and were projected onto "
+            "the ball (the release is private for the declared bound, whatever the data).",
+            ClippedFeaturesWarning, stacklevel=4,
+        )
+    return X
+
+
+def check_logistic_records(X: Any, y: Any, feature_norm: float, norm: str) -> tuple[np.ndarray, np.ndarray]:
+    """Validate the records; project feature rows onto the declared ball; return ``(X, y)``.
 
     ``X`` is (N, d) and finite, ``y`` has N labels in {0, 1} (booleans accepted);
     ``norm`` is ``"l1"`` or ``"l2"``. Rows with ‖x‖ > ``feature_norm`` are rescaled onto
@@ -90,19 +107,8 @@ def check_logistic_records(X: Any, y: Any, feature_norm: float, norm: str) -> tu
     labels = check_finite_array(labels, "y")
     if not np.all((labels == 0) | (labels == 1)):
         raise ValueError("y must hold labels 0 or 1 (a record's outcome); recode other labels before the release.")
-    bound = _positive(feature_norm, "feature_norm")
-    norms = np.abs(X).sum(axis=1) if norm == "l1" else np.sqrt((X**2).sum(axis=1))
-    outside = norms > bound * (1 + 1e-12)
-    clipped = int(outside.sum())
-    if clipped:
-        X = X.copy()
-        X[outside] *= (bound / norms[outside])[:, None]
-        warnings.warn(
-            f"{clipped} feature row(s) had {norm.upper()} norm above feature_norm={bound:g} and were projected onto "
-            "the ball (the release is private for the declared bound, whatever the data).",
-            ClippedFeaturesWarning, stacklevel=3,
-        )
-    return X, labels, clipped
+    X = project_rows(X, _positive(feature_norm, "feature_norm"), norm)
+    return X, labels
 
 
 @dataclass(frozen=True)
@@ -212,7 +218,7 @@ def noisy_gradient_logistic(
             f"the ledger uses {ledger.neighbouring!r}."
         )
     source = resolve_noise_source(rng)
-    X, labels, _ = check_logistic_records(X, y, feature_norm, "l1")
+    X, labels = check_logistic_records(X, y, feature_norm, "l1")
     bound = float(feature_norm)
     n, d = X.shape
     start = np.zeros(d) if initial_weights is None else check_finite_array(initial_weights, "initial_weights")
@@ -277,7 +283,7 @@ class PerturbedWeights:
 
 def _scaled(X: Any, y: Any, feature_norm: float) -> tuple[np.ndarray, np.ndarray]:
     """Records on the unit L2 ball (``x / feature_norm``, rows outside projected) with labels ±1."""
-    X, labels, _ = check_logistic_records(X, y, feature_norm, "l2")
+    X, labels = check_logistic_records(X, y, feature_norm, "l2")
     return X / float(feature_norm), 2.0 * labels - 1.0
 
 

@@ -29,7 +29,8 @@ import numpy as np
 from ..accounting.validation import check_finite_array
 from .gaussian import gaussian_mechanism
 from .laplace import laplace_mechanism
-from .logistic_regression import REPLACE_ONLY, ClippedFeaturesWarning, _positive
+from .logistic_regression import REPLACE_ONLY, _positive, project_rows
+from .noise import _require_ledger
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..accounting import LedgerEntry, PrivacyLedger
@@ -107,21 +108,14 @@ def noisy_second_moment(
     if mechanism not in ("gaussian", "laplace"):
         raise ValueError(f"mechanism must be 'gaussian' or 'laplace', got {mechanism!r}.")
     bound = _positive(norm_bound, "norm_bound")
-    if ledger is not None and getattr(ledger, "neighbouring", "replace") != "replace":
+    ledger = _require_ledger(ledger)
+    if ledger.neighbouring != "replace":
         raise ValueError(f"noisy_second_moment needs replace-one neighbouring (N public); the ledger uses "
                          f"{ledger.neighbouring!r}.")
     X = check_finite_array(X, "X")
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"X must be a 2-D array of records × coordinates, got shape {X.shape}.")
-    norms = np.sqrt((X**2).sum(axis=1))
-    outside = norms > bound * (1 + 1e-12)
-    if outside.any():
-        import warnings
-
-        X = X.copy()
-        X[outside] *= (bound / norms[outside])[:, None]
-        warnings.warn(f"{int(outside.sum())} row(s) had L2 norm above norm_bound={bound:g} and were projected onto "
-                      "the ball.", ClippedFeaturesWarning, stacklevel=2)
+    X = project_rows(X, bound, "l2")
     n, d = X.shape
     rows, cols = upper_triangle(d)
     exact = (X.T @ X)[rows, cols]

@@ -6,7 +6,8 @@ log-likelihood sensitivity (``truncate``, ``clip_loglik``, ``temper``,
 ``loglik_sensitivity``) for tempered posteriors.
 """
 
-from .gradient_measurements import logistic_from_gradients, observe_noisy_gradients, pca_from_second_moment
+from .gradient_measurements import logistic_from_gradients, observe_noisy_gradients
+from .second_moment_measurements import pca_from_second_moment
 from .measurement import Measurement, latent_sum, observe_count_measurements, observe_measurements
 from .observe import observe_stats, statistics_of
 from .privatize_model import PrivatisedModel, privatize_model, split_epsilon
