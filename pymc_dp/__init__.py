@@ -43,7 +43,7 @@ from .model import (
     temper,
     truncate,
 )
-from .routes import OPS, SAA, Gibbs, Laplace, sample
+from .routes import OPS, SAA, Gibbs, Laplace, Measurements, sample
 from .step_methods import PrivateGibbs, PrivateMetropolis
 from .trace import attach_ledger, concat, ledger, plot_ledger, release
 
@@ -59,6 +59,7 @@ __all__ = [
     "Gibbs",
     "SAA",
     "Laplace",
+    "Measurements",
     "OPS",
     "BudgetExceededError",
     "LedgerEntry",

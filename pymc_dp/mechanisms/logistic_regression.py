@@ -166,6 +166,7 @@ def noisy_gradient_logistic(
     initial_weights: Any = None,
     ledger: "PrivacyLedger",
     rng: Any = None,
+    assumptions: "tuple[str, ...]" = (),
 ) -> NoisyGradientRun:
     """The noisy-gradient logistic regression of [WM10] §4.1, every measurement released.
 
@@ -193,6 +194,8 @@ def noisy_gradient_logistic(
     rng
         ``None`` (default): OpenDP's floating-point-safe Laplace sampler; an ``int`` or a
         ``numpy.random.Generator`` for seeded noise (research and tests only).
+    assumptions
+        Further assumptions the ledger entry records (e.g. records declared public).
 
     Returns
     -------
@@ -236,7 +239,7 @@ def noisy_gradient_logistic(
         event=LaplaceEvent(noise_multiplier=1.0 / eps_t), noise_source=source.name,
         details={"norm": "l1", "sensitivity": sensitivity, "scale": scale, "feature_norm": bound,
                  "iterations": T, "learning_rate": eta, "algorithm": "noisy gradient ascent"},
-        assumptions=(REPLACE_ONLY,),
+        assumptions=(REPLACE_ONLY, *assumptions),
     ) as entry:
         for t in range(T):
             residual = labels - _sigmoid(X @ weights[t])

@@ -84,7 +84,7 @@ class SecondMomentRelease:
 
 def noisy_second_moment(
     X: Any, *, epsilon: float, norm_bound: float, delta: float = 1e-6, mechanism: str = "gaussian",
-    ledger: "PrivacyLedger", rng: Any = None,
+    ledger: "PrivacyLedger", rng: Any = None, assumptions: "tuple[str, ...]" = (),
 ) -> SecondMomentRelease:
     """Release Σ x xᵀ of norm-bounded records with Gaussian (default) or Laplace noise.
 
@@ -104,9 +104,13 @@ def noisy_second_moment(
     ledger, rng
         The ledger to charge (replace-one neighbouring: N is public) and the noise source
         (``None``: OpenDP's secure samplers).
+    assumptions
+        Further assumptions the ledger entry records (``"laplace"`` only).
     """
     if mechanism not in ("gaussian", "laplace"):
         raise ValueError(f"mechanism must be 'gaussian' or 'laplace', got {mechanism!r}.")
+    if assumptions and mechanism != "laplace":
+        raise ValueError("assumptions= is recorded by the Laplace variant only: pass mechanism='laplace'.")
     bound = _positive(norm_bound, "norm_bound")
     ledger = _require_ledger(ledger)
     if ledger.neighbouring != "replace":
@@ -128,7 +132,7 @@ def noisy_second_moment(
     else:
         sensitivity = (d + 1) * bound**2
         values, entry = laplace_mechanism(exact, epsilon=epsilon, sensitivity=sensitivity, ledger=ledger, rng=rng,
-                                          touched=touched, assumptions=(REPLACE_ONLY,), return_entry=True)
+                                          touched=touched, assumptions=(REPLACE_ONLY, *assumptions), return_entry=True)
         sd = math.sqrt(2.0) * sensitivity / float(epsilon)
     values = np.asarray(values, dtype=float)
     values.setflags(write=False)

@@ -34,7 +34,9 @@ import numpy as np
 
 from ..mechanisms.logistic_regression import NoisyGradientRun, check_logistic_records
 
-__all__ = ["observe_noisy_gradients", "logistic_from_gradients", "DEFAULT_JITTER"]
+__all__ = [
+    "observe_noisy_gradients", "logistic_from_gradients", "gradient_noise_model", "gradient_loglik", "DEFAULT_JITTER",
+]
 
 #: Relative jitter added to the diagonal of the latent sums' covariance (its trace / Td times this).
 DEFAULT_JITTER = 1e-6
@@ -116,39 +118,76 @@ def observe_noisy_gradients(
         The observed Laplace variable of the flattened measurements.
     """
     import pymc as pm
+
+    model = pm.modelcontext(model)
+    z = np.asarray(run.measurements, dtype=float).ravel()
+    with model:
+        mode, mean_sums, chol = gradient_noise_model(run, weights, features, covariance=covariance, noise=noise)
+        if mode == "exact":
+            eta = pm.Normal(f"{name}_latent", 0.0, 1.0, shape=z.size)
+            return pm.Laplace(name, mu=mean_sums + pm.math.dot(chol, eta), b=run.scale, observed=z)
+        return pm.MvNormal(name, mu=mean_sums, cov=_marginal_cov(chol, run.scale), observed=z)
+
+
+def _marginal_cov(chol: Any, scale: float) -> Any:
+    import pytensor.tensor as pt
+
+    return pt.dot(chol, chol.T) + 2.0 * scale**2 * pt.eye(chol.shape[0])
+
+
+def gradient_noise_model(
+    run: NoisyGradientRun, weights: Any, features: Any, *, covariance: str = "fixed", noise: str = "auto",
+) -> tuple[str, Any, Any]:
+    """The pieces of the measurements' likelihood: ``(noise mode, N·E[f](θ), Cholesky factor of N·Cov[f])``.
+
+    ``noise`` ``"auto"`` is resolved here (see :func:`observe_noisy_gradients`); the mean is a
+    PyTensor function of ``weights``; the factor is a constant (``covariance="fixed"``) or a
+    function of ``weights`` (``"exact"``).
+    """
     import pytensor.tensor as pt
 
     if covariance not in ("fixed", "exact"):
         raise ValueError(f"covariance must be 'fixed' or 'exact', got {covariance!r}.")
     if noise not in ("auto", "exact", "gaussian"):
         raise ValueError(f"noise must be 'auto', 'exact' or 'gaussian', got {noise!r}.")
-    model = pm.modelcontext(model)
     F = _features(features, run)
     T, d = run.measurements.shape
     N = run.n_records
     S = 1.0 / (1.0 + np.exp(-(F @ run.weights[:-1].T)))  # (M, T): σ(w_t · x_m), public
-    with model:
-        theta = pt.as_tensor_variable(weights)
-        mean, cov = _moments(F, S, theta, pt)
-        _, cov_fixed = _moments(F, S, np.asarray(run.final_weights, dtype=float), np)
-        cov_fixed = N * cov_fixed
-        if noise == "auto":
-            typical = float(np.median(np.sqrt(np.clip(np.diag(cov_fixed), 0.0, None))))
-            noise = "gaussian" if np.sqrt(2.0) * run.scale < typical else "exact"
-        if covariance == "fixed":
-            jitter = DEFAULT_JITTER * max(np.trace(cov_fixed) / (T * d), 1e-12)
-            chol = pt.as_tensor_variable(np.linalg.cholesky(cov_fixed + jitter * np.eye(T * d)))
-        else:
-            cov = N * cov
-            jitter = DEFAULT_JITTER * pt.maximum(pt.trace(cov) / (T * d), 1e-12)
-            chol = pt.linalg.cholesky(cov + jitter * pt.eye(T * d))
-        z = np.asarray(run.measurements, dtype=float).ravel()
-        if noise == "exact":
-            eta = pm.Normal(f"{name}_latent", 0.0, 1.0, shape=T * d)
-            sums = N * mean + pt.dot(chol, eta)
-            return pm.Laplace(name, mu=sums, b=run.scale, observed=z)
-        total = pt.dot(chol, chol.T) + 2.0 * run.scale**2 * pt.eye(T * d)
-        return pm.MvNormal(name, mu=N * mean, cov=total, observed=z)
+    theta = pt.as_tensor_variable(weights)
+    mean, cov = _moments(F, S, theta, pt)
+    _, cov_fixed = _moments(F, S, np.asarray(run.final_weights, dtype=float), np)
+    cov_fixed = N * cov_fixed
+    if noise == "auto":
+        typical = float(np.median(np.sqrt(np.clip(np.diag(cov_fixed), 0.0, None))))
+        noise = "gaussian" if np.sqrt(2.0) * run.scale < typical else "exact"
+    if covariance == "fixed":
+        jitter = DEFAULT_JITTER * max(np.trace(cov_fixed) / (T * d), 1e-12)
+        chol = pt.as_tensor_variable(np.linalg.cholesky(cov_fixed + jitter * np.eye(T * d)))
+    else:
+        cov = N * cov
+        jitter = DEFAULT_JITTER * pt.maximum(pt.trace(cov) / (T * d), 1e-12)
+        chol = pt.linalg.cholesky(cov + jitter * pt.eye(T * d))
+    return noise, N * mean, chol
+
+
+def gradient_loglik(
+    run: NoisyGradientRun, weights: Any, features: Any, make_latent: Any, *, covariance: str = "fixed",
+    noise: str = "auto",
+) -> Any:
+    """The log-likelihood of ``run``'s measurements as one scalar tensor (for a model built outside ``pm.Model``).
+
+    ``make_latent(size)`` creates the standard-normal latent vector the exact noise model
+    needs and returns it (its prior is the caller's); unused with Gaussian noise.
+    """
+    import pymc as pm
+
+    z = np.asarray(run.measurements, dtype=float).ravel()
+    mode, mean_sums, chol = gradient_noise_model(run, weights, features, covariance=covariance, noise=noise)
+    if mode == "exact":
+        sums = mean_sums + pm.math.dot(chol, make_latent(z.size))
+        return pm.logp(pm.Laplace.dist(mu=sums, b=run.scale), z).sum()
+    return pm.logp(pm.MvNormal.dist(mu=mean_sums, cov=_marginal_cov(chol, run.scale)), z)
 
 
 def logistic_from_gradients(

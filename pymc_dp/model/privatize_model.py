@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from functools import partial
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -33,7 +33,10 @@ from ._graph import data_leaves, describe_leaf, dim_lengths
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
 
-__all__ = ["privatize_model", "plan_privatization", "PrivatizationPlan", "PrivatisedModel", "split_epsilon"]
+__all__ = [
+    "privatize_model", "plan_privatization", "PrivatizationPlan", "PrivatisedModel", "split_epsilon",
+    "rebuild_with_likelihoods", "latent_normal_rv",
+]
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,25 @@ def _pair(value: Any, name: str) -> tuple[Any, Any]:
     return lo, hi
 
 
+def _statistics_likelihoods(
+    stats: Mapping[str, PrivateStatistics], noise_aware: Mapping[str, bool],
+) -> dict[str, Callable[..., Any]]:
+    """One likelihood builder per privatised observed variable (see :func:`rebuild_with_likelihoods`)."""
+
+    def build(name: str, node: Any, free: list, sizes: list, new_outputs: list) -> Any:
+        s = stats[name]
+        if s.family.name == "linear_regression":
+            rows = int(np.shape(_observed_value(node.inputs[1]))[0])
+            predictor = linear_regression_of(node.inputs[0], rows, free, sizes)
+            params = {"beta": predictor.coefficients, "sigma": predictor.sigma}
+        else:
+            _, params = s.family.from_dist(node.inputs[0])
+        make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
+        return statistics_loglik(s, params, noise_aware[name], make_mixing)
+
+    return {name: partial(build, name) for name in stats}
+
+
 def _rebuild_without_records(
     model: Any,
     stats: Mapping[str, PrivateStatistics],
@@ -201,6 +223,24 @@ def _rebuild_without_records(
     noise_aware: Mapping[str, bool],
     public: frozenset[str] = frozenset(),
 ) -> tuple[Any, dict[str, str]]:
+    return rebuild_with_likelihoods(model, _statistics_likelihoods(stats, noise_aware), record_counts, public)
+
+
+def rebuild_with_likelihoods(
+    model: Any,
+    likelihoods: Mapping[str, Callable[..., Any]],
+    record_counts: list[int],
+    public: frozenset[str] = frozenset(),
+) -> tuple[Any, dict[str, str]]:
+    """A copy of ``model`` whose private observed variables are replaced by likelihood potentials.
+
+    ``likelihoods[name](node, free, sizes, new_outputs)`` builds the log-likelihood term
+    ``"<name>_stats"`` from the observed variable's node in the model's FunctionGraph
+    form, its free variables there, the dims' lengths, and ``new_outputs`` (where a
+    builder queues the latent variables it creates). Deterministics of the records are
+    dropped (returned with why), as are data containers nothing uses any more; data
+    still left anywhere is refused. ``public`` observed variables stay as they are.
+    """
     import pytensor.tensor as pt
     from pymc.model.fgraph import (
         ModelDeterministic,
@@ -227,20 +267,11 @@ def _rebuild_without_records(
     # The likelihood terms of the statistics, built now (they need the observed variables'
     # parameters) and added only after the record check below, which is about the user's
     # model: the statistics themselves are private outputs, not records.
-    new_outputs: list[Any] = []  # latent noise-mixing variables and the statistics' potentials
+    new_outputs: list[Any] = []  # latent variables and the likelihood potentials
     for node in observed_nodes:
         name = node.outputs[0].name
-        s = stats[name]
-        if s.family.name == "linear_regression":
-            rows = int(np.shape(_observed_value(node.inputs[1]))[0])
-            predictor = linear_regression_of(node.inputs[0], rows, free_outputs, declared_sizes)
-            params = {"beta": predictor.coefficients, "sigma": predictor.sigma}
-        else:
-            _, params = s.family.from_dist(node.inputs[0])
-        make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
-        loglik = pt.as_tensor(statistics_loglik(s, params, noise_aware[name], make_mixing))
-        pot = model_var("potential", loglik, f"{name}_stats")
-        new_outputs.append(pot)
+        loglik = pt.as_tensor(likelihoods[name](node, free_outputs, declared_sizes, new_outputs))
+        new_outputs.append(model_var("potential", loglik, f"{name}_stats"))
 
     # Deterministics of the records cannot stay: drop them and say so.
     dropped: dict[str, str] = {}
@@ -283,6 +314,17 @@ def _rebuild_without_records(
     fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
     fg._dim_lengths = {k: v for k, v in fg._dim_lengths.items() if k in used_dims}
     return model_of_fgraph(fg, initvals), dropped
+
+
+def latent_normal_rv(name: str, new_outputs: list[Any], size: int) -> Any:
+    """A free standard-normal vector ``name`` in FunctionGraph form, queued in ``new_outputs``."""
+    import pymc as pm
+
+    rv = pm.Normal.dist(0.0, 1.0, shape=size)
+    rv.name = name
+    var = model_var("free", rv, name, value=rv.type(name=name))
+    new_outputs.append(var)
+    return var
 
 
 def _noise_mixing_rv(name: str, new_outputs: list[Any], size: int) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LinearPredictor", "linear_regression_of"]
+__all__ = ["LinearPredictor", "linear_regression_of", "logistic_regression_of"]
 
 _PASS = ("ViewOp", "DeterministicWrapper", "OutputGuard", "SpecifyShape", "ModelNamed", "ModelDeterministic")
 
@@ -110,22 +110,10 @@ def _product(var: Any, context: tuple[list, list], records: int) -> tuple[np.nda
     return None
 
 
-def linear_regression_of(rv: Any, records: int, blockers: list, public: list) -> LinearPredictor | None:
-    """The linear predictor of a Normal observed variable ``rv``, or None if its mean is not one.
-
-    Recognised: ``mu = X @ beta``, ``mu = intercept + X @ beta`` (either order), and
-    ``mu = a + b * x``, with ``sigma`` a scalar function of the parameters. ``blockers``
-    are the model's free variables (where the walk for data stops) and ``public`` its
-    dims' lengths.
-    """
-    context = (list(blockers), list(public))
+def _linear_predictor(mu: Any, context: tuple[list, list], records: int) -> tuple[np.ndarray, Any, bool] | None:
+    """``(design, coefficients, has_intercept)`` of ``mu = [intercept +] X @ beta`` (or ``a + b * x``), else None."""
     import pytensor.tensor as pt
 
-    if getattr(rv.owner.op, "name", None) != "normal" or getattr(rv.owner.op, "pymc_dp_loglik_clip", None):
-        return None
-    _, _, mu, sigma = rv.owner.inputs[:4]
-    if _model_scalar(sigma, context) is None:
-        return None
     mu = _strip(mu)
     found = _product(mu, context, records)
     intercept = None
@@ -145,4 +133,45 @@ def linear_regression_of(rv: Any, records: int, blockers: list, public: list) ->
     if intercept is not None:
         X = np.column_stack([X, np.ones(records)])
         coefficients = pt.concatenate([coefficients, pt.cast(intercept, "float64")[None]])
-    return LinearPredictor(X, coefficients, _model_scalar(sigma, context), intercept is not None, X.shape[1] - (intercept is not None))
+    return X, coefficients, intercept is not None
+
+
+def linear_regression_of(rv: Any, records: int, blockers: list, public: list) -> LinearPredictor | None:
+    """The linear predictor of a Normal observed variable ``rv``, or None if its mean is not one.
+
+    Recognised: ``mu = X @ beta``, ``mu = intercept + X @ beta`` (either order), and
+    ``mu = a + b * x``, with ``sigma`` a scalar function of the parameters. ``blockers``
+    are the model's free variables (where the walk for data stops) and ``public`` its
+    dims' lengths.
+    """
+    context = (list(blockers), list(public))
+    if getattr(rv.owner.op, "name", None) != "normal" or getattr(rv.owner.op, "pymc_dp_loglik_clip", None):
+        return None
+    _, _, mu, sigma = rv.owner.inputs[:4]
+    if _model_scalar(sigma, context) is None:
+        return None
+    found = _linear_predictor(mu, context, records)
+    if found is None:
+        return None
+    X, coefficients, intercept = found
+    return LinearPredictor(X, coefficients, _model_scalar(sigma, context), intercept, X.shape[1] - intercept)
+
+
+def logistic_regression_of(rv: Any, records: int, blockers: list, public: list) -> LinearPredictor | None:
+    """The linear predictor of a Bernoulli observed variable with ``logit_p = [intercept +] X @ beta``, or None.
+
+    ``pm.Bernoulli("y", logit_p=eta, ...)`` and ``pm.Bernoulli("y", p=pm.math.invlogit(eta), ...)``
+    are the same graph (``p = sigmoid(eta)``); ``eta`` is recognised as for
+    :func:`linear_regression_of`. ``sigma`` of the result is None.
+    """
+    context = (list(blockers), list(public))
+    if getattr(rv.owner.op, "name", None) != "bernoulli" or getattr(rv.owner.op, "pymc_dp_loglik_clip", None):
+        return None
+    p = _strip(rv.owner.inputs[-1])
+    if p.owner is None or type(getattr(p.owner.op, "scalar_op", None)).__name__ != "Sigmoid":
+        return None
+    found = _linear_predictor(p.owner.inputs[0], context, records)
+    if found is None:
+        return None
+    X, coefficients, intercept = found
+    return LinearPredictor(X, coefficients, None, intercept, X.shape[1] - intercept)

@@ -7,6 +7,9 @@ ran → release through the one whitelist. Routes (``method=``):
 * ``"laplace"`` (:mod:`pymc_dp.routes.laplace`, options :class:`Laplace`): the
   observed records' sufficient statistics are privatised once; every draw after that
   is free post-processing.
+* ``"measurements"`` (:mod:`pymc_dp.routes.measurements`, options
+  :class:`Measurements`): a logistic regression's noisy gradients released once, the
+  noise-aware posterior sampled for free ([WM10] §4.1).
 * ``"ops"`` (:mod:`pymc_dp.routes.ops`, options :class:`OPS`): a tempered posterior,
   one released draw per chain, sharing ε, valid for exact samples ("assumes
   convergence").
@@ -29,18 +32,22 @@ from ..accounting import PrivacyLedger
 from .base import Ran, RoutePlan, check_request, execute
 from .gibbs import GibbsPlan, GibbsRun, plan_gibbs, plan_gibbs_run
 from .laplace import LaplacePlan, plan_laplace
+from .measurements import MeasurementsPlan, plan_measurements
 from .ops import OPSPlan, OPSRun, plan_ops, plan_ops_run
 from .chooser import AUTO_ORDER, ChosenRoute, choose_route
-from .options import OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, RouteOptions, options_for
+from .options import OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, Measurements, RouteOptions, options_for
 from .saa import SAARun, plan_saa
 
 __all__ = [
-    "sample", "METHODS", "Laplace", "OPS", "Gibbs", "SAA", "SAARun", "plan_saa", "RouteOptions", "RoutePlan", "Ran", "execute",
+    "sample", "METHODS", "Laplace", "Measurements", "MeasurementsPlan", "plan_measurements", "OPS", "Gibbs", "SAA", "SAARun", "plan_saa", "RouteOptions", "RoutePlan", "Ran", "execute",
     "OPSPlan", "plan_ops", "GibbsPlan", "plan_gibbs", "LaplacePlan", "OPSRun", "GibbsRun",
 ]
 
 #: The planner of each route, by method name.
-PLANNERS = {"laplace": plan_laplace, "ops": plan_ops_run, "gibbs": plan_gibbs_run, "saa": plan_saa}
+PLANNERS = {
+    "laplace": plan_laplace, "measurements": plan_measurements, "ops": plan_ops_run, "gibbs": plan_gibbs_run,
+    "saa": plan_saa,
+}
 #: The privacy routes ``sample`` implements (``"auto"`` chooses among them).
 METHODS = tuple(PLANNERS)
 _ALL_OPTIONS = {f.name for cls in ROUTE_OPTIONS.values() for f in fields(cls)}

@@ -200,6 +200,7 @@ def check_step_model(keywords: Mapping[str, Any], sampled_is_copy: bool, method:
             "cannot run there; nothing was spent. Leave step= out (PyMC assigns steps to the copy), or " + {
                 "laplace": "privatise first (pmdp.privatize_model), build the steps inside `with private.model:` and "
                 "call pmdp.sample(model=private.model, step=...)",
+                "measurements": "pass step keywords (e.g. target_accept=) instead",
                 "ops": "pass nuts_sampler= / step keywords (e.g. target_accept=) instead",
                 "gibbs": "truncate the model yourself (pmdp.truncate), keep its records inside the bounds, build the "
                 "steps on that model and pass it without truncate=",

@@ -4,11 +4,13 @@ The routes, in the order tried (most accurate first, for the models each serves)
 
 1. ``laplace``: privatised sufficient statistics — the whole posterior, converging to
    the non-private one as N grows, no convergence assumed;
-2. ``ops``: one tempered posterior draw per chain (needs a proven Δ: a truncation,
+2. ``measurements``: a logistic regression's noisy gradients, released once, and the
+   noise-aware posterior given them (needs the covariates' bounds);
+3. ``ops``: one tempered posterior draw per chain (needs a proven Δ: a truncation,
    data bounds or a log-likelihood clip);
-3. ``gibbs``: private step methods, the whole chain released, every update charged
+4. ``gibbs``: private step methods, the whole chain released, every update charged
    (at the same ε usually much hotter than OPS);
-4. ``saa``: subsample and aggregate — any model as written, a point estimate with
+5. ``saa``: subsample and aggregate — any model as written, a point estimate with
    an error bar (needs a declared range per parameter).
 
 A route is tried only if it takes every route option given (``loglik_clip=`` rules
@@ -36,7 +38,7 @@ from .options import ROUTE_OPTIONS
 __all__ = ["choose_route", "ChosenRoute", "AUTO_ORDER"]
 
 #: Routes in the order ``method="auto"`` tries them.
-AUTO_ORDER = ("laplace", "ops", "gibbs", "saa")
+AUTO_ORDER = ("laplace", "measurements", "ops", "gibbs", "saa")
 
 
 @dataclass

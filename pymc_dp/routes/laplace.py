@@ -22,7 +22,7 @@ from ..trace import check_release_plan
 from .base import Ran, RoutePlan, check_initvals, check_step_model
 from .options import Laplace
 
-__all__ = ["plan_laplace", "LaplacePlan"]
+__all__ = ["plan_laplace", "LaplacePlan", "sample_released"]
 
 
 def _ledger_of_statistics(model: Any, ledger: PrivacyLedger | None) -> PrivacyLedger:
@@ -59,21 +59,26 @@ class LaplacePlan(RoutePlan):
         return "privatising the model's observed variables"
 
     def run(self) -> Ran:
-        import pymc as pm
-
         sampled = self.model
         if self.privatization is not None:
             # Noise goes through a scratch ledger whose entries are recorded against the
             # reservation; if the draw or the sampling fails they are what was spent.
             self._scratch = PrivacyLedger(neighbouring=self.ledger.neighbouring)
             sampled = self.privatization.release(self._scratch, self.noise_rng).model
-        idata = pm.sample(self.draws, model=sampled, **self.pm_kwargs)
-        stats = _compat.get_group(idata, "sample_stats")
-        kept = tuple(s for s in stats.data_vars if not s.startswith(_TIMING_STATS)) if stats is not None else ()
-        return Ran(idata, sampled, self.spent_on_failure(None), sample_stats=kept)
+        return sample_released(sampled, self.draws, self.pm_kwargs, self.spent_on_failure(None))
 
     def spent_on_failure(self, failure: BaseException | None) -> list[LedgerEntry]:
         return list(self._scratch.entries) if self._scratch is not None else []
+
+
+def sample_released(model: Any, draws: int, pm_kwargs: Mapping[str, Any], spent: list[LedgerEntry]) -> Ran:
+    """``pm.sample`` a record-free model; its sampler statistics kept, wall-clock ones left out."""
+    import pymc as pm
+
+    idata = pm.sample(draws, model=model, **pm_kwargs)
+    stats = _compat.get_group(idata, "sample_stats")
+    kept = tuple(s for s in stats.data_vars if not s.startswith(_TIMING_STATS)) if stats is not None else ()
+    return Ran(idata, model, spent, sample_stats=kept)
 
 
 def plan_laplace(

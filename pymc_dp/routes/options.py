@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Mapping, Sequence
 
-__all__ = ["Laplace", "OPS", "Gibbs", "SAA", "RouteOptions", "ROUTE_OPTIONS", "options_for"]
+__all__ = ["Laplace", "Measurements", "OPS", "Gibbs", "SAA", "RouteOptions", "ROUTE_OPTIONS", "options_for"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,52 @@ class Laplace(RouteOptions):
     epsilon_split: Mapping[str, float] | None = None
     noise_rng: Any = None
     noise_aware: bool | str = "auto"
+    public: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Measurements(RouteOptions):
+    """``method="measurements"``: release a private algorithm's measurements once, sample the noise-aware posterior.
+
+    For a logistic regression, ``pm.Bernoulli("y", logit_p=[a +] X @ beta, observed=y)``
+    ([WM10] §4.1): the noisy-gradient heuristic's T gradient sums are released
+    (:func:`pymc_dp.noisy_gradient_logistic`), and the model's weights are inferred from
+    them, the unseen records integrated out (:mod:`pymc_dp.model.privatize_logistic`).
+    Sampling afterwards is free.
+
+    Parameters
+    ----------
+    bounds
+        ``{observed variable: {"x": (lo, hi)}}``: every covariate's range (one pair, or
+        arrays with one entry per covariate); rows outside are clipped. Required.
+    features
+        The covariates' distribution, which the likelihood integrates over: an (M, k)
+        array of public covariate rows (k covariates, no intercept column), or
+        ``"measured"`` (default): ``feature_share`` of ε buys a Laplace release of their
+        mean and covariance, and a Gaussian with those moments stands in.
+    feature_share
+        Share of ε spent measuring the covariates (default 0.2); unused with public rows.
+    iterations, learning_rate
+        The heuristic's T (default 10; each gradient costs ε/T of the rest) and step η.
+    covariance, noise
+        How the likelihood treats the sums' covariance and the Laplace noise
+        (:func:`pymc_dp.observe_noisy_gradients`; defaults ``"fixed"``, ``"auto"``).
+    noise_rng
+        ``None`` for secure noise (default); a seed or Generator for seeded noise.
+    public
+        Other observed variables whose records are public (e.g. a public survey's
+        ``pm.Bernoulli`` on the same weights, [WM10] Fig. 3b): kept as observed data.
+    """
+
+    method: ClassVar[str] = "measurements"
+    bounds: Mapping[str, Mapping[str, Any]] | None = None
+    features: Any = "measured"
+    feature_share: float = 0.2
+    iterations: int = 10
+    learning_rate: float = 10.0
+    covariance: str = "fixed"
+    noise: str = "auto"
+    noise_rng: Any = None
     public: Sequence[str] = ()
 
 
@@ -151,7 +197,7 @@ class SAA(RouteOptions):
 
 
 #: The option class of each route, by method name.
-ROUTE_OPTIONS: dict[str, type[RouteOptions]] = {cls.method: cls for cls in (Laplace, OPS, Gibbs, SAA)}
+ROUTE_OPTIONS: dict[str, type[RouteOptions]] = {cls.method: cls for cls in (Laplace, Measurements, OPS, Gibbs, SAA)}
 
 
 def _owners(key: str) -> list[str]:
@@ -171,8 +217,8 @@ def options_for(method: Any, keywords: dict[str, Any]) -> RouteOptions:
         options = ROUTE_OPTIONS[method]()
     else:
         raise ValueError(
-            f"method must be one of {tuple(ROUTE_OPTIONS)} or a route object (pmdp.Laplace(), pmdp.OPS(), "
-            f"pmdp.Gibbs(), pmdp.SAA()), got {method!r}."
+            f"method must be one of {tuple(ROUTE_OPTIONS)} or a route object (pmdp.Laplace(), pmdp.Measurements(), "
+            f"pmdp.OPS(), pmdp.Gibbs(), pmdp.SAA()), got {method!r}."
         )
     own = {f.name for f in fields(options)}
     given = {k: keywords.pop(k) for k in list(keywords) if k in own}

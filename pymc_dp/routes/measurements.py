@@ -1,0 +1,70 @@
+"""The measurements route of ``pmdp.sample``: a private algorithm's measurements released once, then free sampling.
+
+For a logistic regression (``pm.Bernoulli`` with ``logit_p = [a +] X @ beta``), which
+the Laplace route cannot privatise, the noisy-gradient heuristic's gradient sums are
+released (and, unless public covariate rows are given, the covariates' second
+moment), and the copy of the model samples the posterior given those releases with
+the noise and the unseen records integrated out
+(:mod:`pymc_dp.model.privatize_logistic`). As on the Laplace route, the spend is the
+release: the entries stay if sampling later fails, and sampling never reads a record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
+from ..model.privatize_logistic import LogisticPrivatization, plan_logistic_privatization
+from ..trace import check_release_plan
+from .base import Ran, RoutePlan, check_initvals, check_step_model
+from .laplace import sample_released
+from .options import Measurements
+
+__all__ = ["plan_measurements", "MeasurementsPlan"]
+
+
+@dataclass
+class MeasurementsPlan(RoutePlan):
+    """The measurements route, validated and priced: the releases to draw and the model to sample."""
+
+    draws: int = 1000
+    privatization: LogisticPrivatization | None = None
+    noise_rng: Any = None
+    pm_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    _scratch: PrivacyLedger | None = None
+
+    @property
+    def what(self) -> str:
+        return "releasing a logistic regression's noisy gradients"
+
+    def run(self) -> Ran:
+        self._scratch = PrivacyLedger(neighbouring=self.ledger.neighbouring)
+        private = self.privatization.release(self._scratch, self.noise_rng)
+        return sample_released(private.model, self.draws, self.pm_kwargs, self.spent_on_failure(None))
+
+    def spent_on_failure(self, failure: BaseException | None) -> list[LedgerEntry]:
+        return list(self._scratch.entries) if self._scratch is not None else []
+
+
+def plan_measurements(
+    model: Any, draws: int, epsilon: float | None, options: Measurements, ledger: PrivacyLedger | None,
+    neighbouring: str | None, pm_kwargs: Mapping[str, Any],
+) -> MeasurementsPlan:
+    """Validate ``pmdp.sample(method="measurements")`` completely and price it (see :func:`pymc_dp.sample`)."""
+    if epsilon is None:
+        raise ValueError("pass epsilon=, the budget of the released measurements (the privacy flag).")
+    check_step_model(pm_kwargs, True, "measurements", "one whose records are replaced by the released measurements")
+    ledger = resolve_ledger(ledger, neighbouring)
+    public = (options.public,) if isinstance(options.public, str) else tuple(options.public)
+    privatization = plan_logistic_privatization(
+        model, epsilon, bounds=options.bounds, features=options.features, feature_share=options.feature_share,
+        iterations=options.iterations, learning_rate=options.learning_rate, covariance=options.covariance,
+        noise=options.noise, public=public, neighbouring=ledger.neighbouring,
+    )
+    check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring)
+    check_initvals(model, pm_kwargs.get("initvals"))
+    return MeasurementsPlan(
+        ledger=ledger, entries=privatization.entries(), draws=draws, privatization=privatization,
+        noise_rng=options.noise_rng, pm_kwargs=dict(pm_kwargs),
+    )
