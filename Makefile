@@ -54,6 +54,7 @@ docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[bench]"
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/laplace_route.py
 	$(PY) benchmarks/ops_efficiency.py

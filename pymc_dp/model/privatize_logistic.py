@@ -108,7 +108,8 @@ class LogisticPrivatization:
         moment = None
         features = self.features
         if features is None:
-            moment = _measure(self.design, self.lower, self.upper, self.epsilon_features, ledger, rng, declared)
+            moment = _measure(self.design, self.lower, self.upper, self.has_intercept, self.epsilon_features, ledger,
+                              rng, declared)
             features = _stand_in_design(moment, self.lower, self.upper, self.has_intercept)
         return PrivateLogistic(self._rebuild(run, features), run, features, moment)
 
@@ -150,28 +151,56 @@ def _scales(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return np.maximum(np.maximum(np.abs(lower), np.abs(upper)), 1e-300)
 
 
-def _measure(design: np.ndarray, lower: np.ndarray, upper: np.ndarray, epsilon: float, ledger: PrivacyLedger,
-             rng: Any, assumptions: tuple[str, ...]) -> Any:
-    """A Laplace release of Σ u uᵀ over the rows rescaled into [−1, 1] (a column of ones last, for the mean)."""
+def _measure(design: np.ndarray, lower: np.ndarray, upper: np.ndarray, has_intercept: bool, epsilon: float,
+             ledger: PrivacyLedger, rng: Any, assumptions: tuple[str, ...]) -> Any:
+    """A Laplace release of Σ u uᵀ over the rows rescaled into [−1, 1], a column of ones last (for the mean)."""
     scaled = design / _scales(lower, upper)
-    scaled = np.column_stack([scaled, np.ones(len(scaled))])
+    if not has_intercept:
+        scaled = np.column_stack([scaled, np.ones(len(scaled))])
     return noisy_second_moment(scaled, epsilon=epsilon, norm_bound=float(np.sqrt(scaled.shape[1])),
                                mechanism="laplace", ledger=ledger, rng=rng, assumptions=assumptions)
 
 
+#: The spread of a second-moment entry (rows rescaled into [−1, 1]) over the distributions the box
+#: allows, against which the release's noise is weighed when it is shrunk toward the box's moments.
+MOMENT_SPREAD = 0.5
+
+
+def _box_moments(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """E[u uᵀ] of independent uniform coordinates on the rescaled box (a constant coordinate where lo = hi)."""
+    lo, hi = lower, upper
+    mean = (lo + hi) / 2
+    width = np.where(hi > lo, hi - lo, 1.0)
+    square = np.where(hi > lo, (hi**3 - lo**3) / (3 * width), lo**2)
+    out = np.outer(mean, mean)
+    out[np.diag_indices_from(out)] = square
+    return out
+
+
 def _stand_in_design(moment: Any, lower: np.ndarray, upper: np.ndarray, has_intercept: bool) -> np.ndarray:
-    """Rows from the Gaussian with the released mean and covariance, clipped into the box (post-processing)."""
-    S = moment.matrix() / moment.n_records
+    """Rows standing in for the design, from the released moment (post-processing).
+
+    The released E[u uᵀ] (rows rescaled into [−1, 1]) is shrunk toward the uniform box's,
+    entry by entry, with weight s²/(s² + (noise s.d./N)²), s = :data:`MOMENT_SPREAD`: where
+    the release is noisier than the moments can plausibly vary (small N·ε), the box's
+    moments dominate. A Gaussian with the resulting mean and covariance, clipped to the
+    box, gives :data:`FEATURE_ROWS` rows.
+    """
+    scale = _scales(lower, upper)
+    lo, hi = lower / scale, upper / scale
+    if not has_intercept:
+        lo, hi = np.r_[lo, 1.0], np.r_[hi, 1.0]
+    noisy = moment.matrix() / moment.n_records
+    weight = MOMENT_SPREAD**2 / (MOMENT_SPREAD**2 + (moment.noise_sd / moment.n_records) ** 2)
+    S = weight * noisy + (1 - weight) * _box_moments(lo, hi)
     mean = S[-1, :-1]
     cov = S[:-1, :-1] - np.outer(mean, mean)
     values, vectors = np.linalg.eigh((cov + cov.T) / 2)
     cov = (vectors * np.clip(values, 1e-6, None)) @ vectors.T
     rows = np.random.default_rng(0).multivariate_normal(mean, cov, size=FEATURE_ROWS)
-    scale = _scales(lower, upper)
-    rows = np.clip(rows * scale, lower, upper)
     if has_intercept:
-        rows[:, -1] = 1.0
-    return rows
+        rows = np.column_stack([rows, np.ones(FEATURE_ROWS)])
+    return np.clip(rows * scale, lower, upper)
 
 
 def _box(given: Any, name: str, covariates: int, has_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
