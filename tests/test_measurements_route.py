@@ -138,3 +138,24 @@ def test_at_large_epsilon_the_posterior_approaches_plain_pymcs():
         mean, sd = plain.posterior[name].mean(("chain", "draw")), plain.posterior[name].std(("chain", "draw"))
         got = _compat.get_group(private, "posterior")[name].mean(("chain", "draw"))
         assert np.all(np.abs(got.values - mean.values) < sd.values), (name, got.values, mean.values, sd.values)
+
+
+def test_the_stand_in_design_follows_the_release_when_it_is_precise_and_the_box_when_it_is_not():
+    from pymc_dp.model.privatize_logistic import _measure, _stand_in_design
+
+    rng = np.random.default_rng(8)
+    design = np.column_stack([rng.normal(1.0, 0.5, 20_000).clip(-2, 2), rng.uniform(-2, 0, 20_000), np.ones(20_000)])
+    lower, upper = np.array([-2.0, -2.0, 1.0]), np.array([2.0, 2.0, 1.0])
+    precise = _measure(design, lower, upper, True, 1e4, PrivacyLedger(), 1, ())
+    rows = _stand_in_design(precise, lower, upper, True)
+    # ε = 10⁴ on 20 000 rows: the moments' noise is ~10⁻³ of their size, so the stand-in's
+    # mean and s.d. match the records' to Monte Carlo error of 4 000 rows (≈ 0.01) and clipping.
+    assert np.allclose(rows[:, :2].mean(0), design[:, :2].mean(0), atol=0.05)
+    assert np.allclose(rows[:, :2].std(0), design[:, :2].std(0), atol=0.05)
+    assert np.all(rows[:, 2] == 1.0) and np.all((rows >= lower) & (rows <= upper))
+    noisy = _measure(design[:50], lower, upper, True, 1e-3, PrivacyLedger(), 1, ())
+    rows = _stand_in_design(noisy, lower, upper, True)
+    # ε = 10⁻³ on 50 rows: the release is noise; the box's uniform moments (mean 0, s.d. 2/√3 ≈ 1.15)
+    # take over instead of a covariance made of noise.
+    assert np.allclose(rows[:, :2].mean(0), 0.0, atol=0.1)
+    assert np.allclose(rows[:, :2].std(0), 2 / np.sqrt(3), atol=0.15)
