@@ -136,6 +136,90 @@ def test_slow_target_passes_and_its_broken_twin_is_caught(name):
     _check_target(name)
 
 
+# ---------------------------------------------------------------------------- logistic regression and PCA targets
+# Their audits (one mechanism call per run) are among the slow targets above; these check, quickly, that
+# the neighbours are near the worst case, that the statistics cannot exceed the claim for a correct
+# mechanism, and that the twins' noise source halves the noise of the mechanisms' own code.
+
+
+def test_the_logistic_neighbours_are_near_the_worst_case():
+    import pymc_dp as pmdp
+    from pymc_dp.audit import targets as T
+    from pymc_dp.mechanisms.logistic_regression import _fit_regularised, _scaled
+
+    records = T._logistic_records()
+    (X0, y0), (X1, y1) = records[0], records[1]
+    assert np.array_equal(X0[:-1], X1[:-1]) and np.array_equal(y0, y1) and not np.array_equal(X0, X1)  # replace one
+    assert np.all(np.linalg.norm(X0, axis=1) <= 1.0) and np.all(np.linalg.norm(X1, axis=1) <= 1.0)
+    n, lam = len(y0), T.OUTPUT_REGULARISATION
+    w0, w1 = (_fit_regularised(*_scaled(X, y, 1.0), lam) for X, y in (records[0], records[1]))
+    gap = float(np.linalg.norm(w0 - w1))
+    assert gap * n * lam / 2 > 0.87  # of the 2/(Nλ) output perturbation charges
+
+    rng = np.random.default_rng(5)
+    run, _, _ = T._output_perturbation(False, False)
+    stat = run(0, 300, rng)  # ‖o − w₁‖ − ‖o − w₀‖ ≤ ‖w₀ − w₁‖, with much of its mass near the top
+    assert stat.max() <= gap * (1 + 1e-9) and np.mean(stat > 0.9 * gap) > 0.05
+
+    entry = pmdp.objective_perturbation_logistic(X0, y0, epsilon=1.0, feature_norm=1.0,
+                                                 regularisation=T.OBJECTIVE_REGULARISATION,
+                                                 ledger=pmdp.PrivacyLedger(), rng=0).entry
+    assert entry.details["extra_ridge"] == 0.0 and entry.details["epsilon_prime"] > 0.9  # the theorem's first case
+    run, _, _ = T._objective_perturbation(False, False)
+    loss = np.r_[run(0, 150, rng), -run(1, 150, rng)]  # the exact privacy loss: ≤ ε = 1 for every output
+    assert loss.max() <= 1.0 and loss.max() > 0.7
+
+
+def test_the_second_moment_neighbours_attain_or_near_the_sensitivity():
+    import pymc_dp as pmdp
+    from pymc_dp.audit import targets as T
+
+    rows, cols = np.triu_indices(2)
+    e1, e2 = np.eye(2)
+    gaussian = pmdp.noisy_second_moment(e1[None], epsilon=1.0, norm_bound=1.0, delta=T.SECOND_MOMENT_DELTA,
+                                        ledger=pmdp.PrivacyLedger(), rng=0)
+    gap = e1[rows] * e1[cols] - e2[rows] * e2[cols]
+    assert np.linalg.norm(gap) == pytest.approx(gaussian.entry.details["sensitivity"])  # √2 R², attained
+
+    a = T.SECOND_MOMENT_ANGLE
+    x, x2 = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
+    l1 = np.abs(x[rows] * x[cols] - x2[rows] * x2[cols]).sum()
+    angles = np.linspace(0.0, np.pi, 721)
+    u = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    tri = u[:, rows] * u[:, cols]
+    best = np.abs(tri[:, None, :] - tri[None, :, :]).sum(axis=2).max()
+    laplace = pmdp.noisy_second_moment(x[None], epsilon=1.0, norm_bound=1.0, mechanism="laplace",
+                                       ledger=pmdp.PrivacyLedger(), rng=0)
+    assert l1 == pytest.approx(math.sqrt(5)) and best <= l1 + 1e-12  # the largest L1 gap of any two unit records
+    assert laplace.entry.details["sensitivity"] == pytest.approx(3.0)  # (d + 1)R², charged; √5/3 of it attained
+
+
+def test_the_twins_noise_source_halves_the_mechanisms_own_noise():
+    import pymc_dp as pmdp
+    from pymc_dp.audit import targets as T
+    from pymc_dp.mechanisms import SeededNoise
+    from pymc_dp.mechanisms.logistic_regression import _fit_regularised, _scaled
+
+    X, y = T._logistic_records()[0]
+    lam = T.OUTPUT_REGULARISATION
+    optimum = _fit_regularised(*_scaled(X, y, 1.0), lam)
+    ledger = pmdp.PrivacyLedger()
+    full, half = (pmdp.output_perturbation_logistic(X, y, epsilon=1.0, feature_norm=1.0, regularisation=lam,
+                                                    ledger=book, rng=source).weights - optimum
+                  for book, source in ((pmdp.PrivacyLedger(), SeededNoise(3)),
+                                       (ledger, T._HalvedNoise(SeededNoise(3)))))
+    assert np.allclose(half, full / 2, rtol=1e-9, atol=1e-12) and np.linalg.norm(full) > 0
+    assert ledger.entries[0].details["scale"] == pytest.approx(2.0 / (len(y) * lam))  # the claim is unchanged
+
+    Z = np.array([[0.6, 0.8], [1.0, 0.0]])
+    exact = (Z.T @ Z)[np.triu_indices(2)]
+    for mechanism in ("gaussian", "laplace"):
+        full, half = (pmdp.noisy_second_moment(Z, epsilon=1.0, norm_bound=1.0, mechanism=mechanism,
+                                               ledger=pmdp.PrivacyLedger(), rng=source).values - exact
+                      for source in (SeededNoise(4), T._HalvedNoise(SeededNoise(4))))
+        assert np.allclose(half, full / 2, rtol=1e-9, atol=1e-12) and np.all(full != 0)
+
+
 def test_the_audit_is_tight_where_the_loss_is_attained():
     # Laplace and geometric attain e^ε on a tail event, randomised response ln 3 on one answer:
     # with 100 000 evaluation runs the 99 % bound is within 0.06 of the truth (a few standard errors).

@@ -23,12 +23,14 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from ..mechanisms import (
+    NoiseSource,
     exponential_mechanism,
     gaussian_mechanism,
     geometric_mechanism,
     laplace_mechanism,
     randomized_response,
     release_posterior,
+    resolve_noise_source,
 )
 from .auditor import AuditResult, Mechanism, audit
 
@@ -388,6 +390,224 @@ def _noisy_gradient(broken: bool, secure: bool):
     return run, 0, 1
 
 
+# ---------------------------------------------------------------------------- regularised logistic regression and PCA
+
+
+class _HalvedNoise(NoiseSource):
+    """A broken twin's noise: every scale handed to ``inner`` halved (the mechanism still reports the full one).
+
+    Passed as a mechanism's ``rng``, it halves the noise of the mechanism's own code path, secure or
+    seeded, without touching the mechanism: the Laplace and Gaussian samplers (hence the spherical
+    Laplace vector of the perturbation mechanisms, whose norm is a sum of Laplace draws) and the
+    exact ``add_*`` releases.
+    """
+
+    def __init__(self, inner: NoiseSource) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def laplace(self, scale: float, size: Any) -> np.ndarray:
+        return self.inner.laplace(scale / 2.0, size)
+
+    def gaussian(self, sigma: float, size: Any) -> np.ndarray:
+        return self.inner.gaussian(sigma / 2.0, size)
+
+    def discrete_laplace(self, scale: float, size: Any) -> np.ndarray:
+        return self.inner.discrete_laplace(scale / 2.0, size)
+
+    def gumbel_argmax(self, scores: Any, scale: float) -> int:
+        return self.inner.gumbel_argmax(scores, scale / 2.0)
+
+    def randomized_response(self, indices: np.ndarray, num_categories: int, truth_probability: float) -> np.ndarray:
+        raise NotImplementedError("randomised response has no noise scale to halve")
+
+    def add_laplace(self, value: np.ndarray, scale: float) -> np.ndarray:
+        return self.inner.add_laplace(value, scale / 2.0)
+
+    def add_gaussian(self, value: np.ndarray, sigma: float) -> np.ndarray:
+        return self.inner.add_gaussian(value, sigma / 2.0)
+
+    def add_discrete_laplace(self, value: np.ndarray, scale: float) -> np.ndarray:
+        return self.inner.add_discrete_laplace(value, scale / 2.0)
+
+
+def _source(broken: bool, secure: bool, rng: np.random.Generator) -> Any:
+    """The ``rng`` argument of a mechanism run: the target's noise, or the twin's halved version of it."""
+    return _HalvedNoise(resolve_noise_source(_noise(secure, rng))) if broken else _noise(secure, rng)
+
+
+# Regularised logistic regression (CMS 2011): N = 500 records on the unit ball (feature_norm 1), all
+# labelled 1. N − 1 of them sit at (0.25, 0): they hold the minimiser far out along the first axis
+# (w ≈ (9.7, ±0.87) at λ = 1/N, (5.2, ±0.16) at λ = 5/N) and add no curvature across it. The record
+# replaced is x = (−cos θ, ±sin θ), θ = 65°: under both neighbours it is misclassified (margin −3.3 at
+# λ = 1/N), so its loss gradient is nearly the whole of x, and the two gradients differ by nearly
+# 2 sin θ across the axis, where the objective's curvature is λ alone. That is about as close as
+# logistic regression lets a pair come to the 2/(Nλ) of the theorems: two records cannot be both
+# misclassified and opposite (θ = 90°), and the margin a·cos θ they get grows only like √(1/λ).
+LOGISTIC_RECORDS, LOGISTIC_BULK, LOGISTIC_ANGLE = 500, 0.25, math.radians(65.0)
+OUTPUT_REGULARISATION, OBJECTIVE_REGULARISATION = 1.0 / LOGISTIC_RECORDS, 5.0 / LOGISTIC_RECORDS
+
+
+def _logistic_records() -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    bulk = np.tile([LOGISTIC_BULK, 0.0], (LOGISTIC_RECORDS - 1, 1))
+    cos, sin = math.cos(LOGISTIC_ANGLE), math.sin(LOGISTIC_ANGLE)
+    y = np.ones(LOGISTIC_RECORDS, dtype=np.int8)
+    return {s: (np.vstack([bulk, [-cos, sign * sin]]), y) for s, sign in ((0, 1.0), (1, -1.0))}
+
+
+def _logistic_objective(X: np.ndarray, y: np.ndarray, lam: float, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """N ∇J(w) and ∇²J(w) for J(w) = (1/N) Σ log(1 + exp(−s wᵀx)) + (λ/2)‖w‖², s = 2y − 1 (CMS 2011)."""
+    from ..mechanisms.logistic_regression import _sigmoid
+
+    s = 2.0 * y - 1.0
+    margin = s * (X @ w)
+    gradient = X.T @ (-s * _sigmoid(-margin)) + len(s) * lam * w
+    curvature = _sigmoid(margin) * _sigmoid(-margin)
+    return gradient, (X.T * curvature) @ X / len(s) + lam * np.eye(len(w))
+
+
+def _repeated(statistic: Callable[[int, np.random.Generator], float], s: int, size: int,
+              rng: np.random.Generator) -> np.ndarray:
+    """``size`` runs of a mechanism on input ``s``, each reduced to its audited statistic."""
+    return np.array([statistic(s, rng) for _ in range(size)])
+
+
+def _output_perturbation(broken: bool, secure: bool):
+    """Output perturbation (CMS 2011, Alg. 1) on the neighbours of :func:`_logistic_records`, λ = 1/N.
+
+    The exact minimisers w₀, w₁ of the two data sets lie 0.874 × 2/(Nλ) apart (2/(Nλ) is the
+    sensitivity the mechanism charges), so the neighbours' true privacy loss is 0.874ε. The
+    statistic is ‖o − w₁‖ − ‖o − w₀‖ of the released o: the privacy loss ln p₀(o)/p₁(o) of the
+    spherical Laplace noise times its scale (post-processing with the public w₀, w₁), so thresholding
+    it is the most powerful test; it reaches ‖w₀ − w₁‖ on the ray from w₁ through w₀ and beyond.
+    The broken twin's noise source halves the Laplace draws whose sum is the noise's norm (scale
+    halved, ε = 1 still claimed).
+    """
+    from ..mechanisms.logistic_regression import _fit_regularised, _scaled, output_perturbation_logistic
+
+    records = _logistic_records()
+    optimum = {s: _fit_regularised(*_scaled(X, y, 1.0), OUTPUT_REGULARISATION) for s, (X, y) in records.items()}
+
+    def statistic(s: int, rng: np.random.Generator) -> float:
+        o = output_perturbation_logistic(*records[s], epsilon=1.0, feature_norm=1.0, regularisation=OUTPUT_REGULARISATION,
+                                         ledger=PrivacyLedger(), rng=_source(broken, secure, rng)).weights
+        return float(np.linalg.norm(o - optimum[1]) - np.linalg.norm(o - optimum[0]))
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        return _repeated(statistic, s, size, rng)
+
+    return run, 0, 1
+
+
+def _objective_perturbation(broken: bool, secure: bool):
+    """Objective perturbation (CMS 2011, Alg. 2) on the neighbours of :func:`_logistic_records`, λ = 5/N.
+
+    Nλ = 5 keeps ε′ = ε − 2 ln(1 + c/(Nλ)) = 0.90 at ε = 1 (c = 1/4: the theorem's first case, no
+    extra ridge, where its (ε, 0) claim holds). A released f has density
+    p_D(f) ∝ exp(−(ε′/2)‖b_D(f)‖) det ∇²J_D(f), where b_D(f) = −N∇J_D(f) is the one noise vector that
+    makes f the minimiser for data D; the statistic is the exact privacy loss ln p₀(f)/p₁(f) computed
+    from those (post-processing with the public neighbours), the most powerful test. It peaks at
+    0.74 on these neighbours, where f lies far out along the first axis and b_D(f) points across it
+    (b₀(f) − b₁(f) is the difference of the replaced records' loss gradients, nearly 2 sin θ there).
+    The broken twin halves the noise vector b (ε′ doubled), still claiming ε = 1.
+    """
+    from ..mechanisms.logistic_regression import LOGISTIC_CURVATURE, objective_perturbation_logistic
+
+    records = _logistic_records()
+    lam, c = OBJECTIVE_REGULARISATION, LOGISTIC_CURVATURE
+    n_lam = LOGISTIC_RECORDS * lam
+    beta = (1.0 - math.log(1.0 + 2.0 * c / n_lam + (c / n_lam) ** 2)) / 2.0  # ε′/2, as the mechanism computes it
+
+    def log_density(s: int, f: np.ndarray) -> float:
+        gradient, hessian = _logistic_objective(*records[s], lam, f)
+        return -beta * float(np.linalg.norm(gradient)) + float(np.linalg.slogdet(hessian)[1])
+
+    def statistic(s: int, rng: np.random.Generator) -> float:
+        f = objective_perturbation_logistic(*records[s], epsilon=1.0, feature_norm=1.0, regularisation=lam,
+                                            ledger=PrivacyLedger(), rng=_source(broken, secure, rng)).weights
+        return log_density(0, f) - log_density(1, f)
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        return _repeated(statistic, s, size, rng)
+
+    return run, 0, 1
+
+
+SECOND_MOMENT_DELTA, SECOND_MOMENT_FLOOR = 1e-5, 0.5
+#: Records per Gaussian release (each a run): a secure Gaussian draw costs ~50 µs, a seeded one nothing.
+SECOND_MOMENT_BLOCKS = {True: 4, False: 32}
+
+
+def _second_moment_gaussian(broken: bool, secure: bool):
+    """The analytic Gaussian release of Σ x xᵀ ([WM10] 4.2) in d = 2, δ = 1e-5, R = 1: one record, e₁ or e₂.
+
+    x xᵀ − x′x′ᵀ = diag(1, −1): its upper triangle has L2 norm √2 R², the sensitivity charged
+    (attained). The statistic is S₁₁ − S₂₂, the direction in which the neighbours differ (the
+    Gaussian's privacy loss is linear in it), floored at half its noise sd (under the claim's σ)
+    above the neighbour's mean, −1: post-processing that leaves one atom below and moves the
+    auditor's quantile bins into the upper tail, where the loss is largest (the twin's bound
+    rose by 0.08 on average over five seeds). Each call releases d = 2k with k records, record j on
+    coordinates 2j, 2j + 1 (k = 32, or 4 with secure noise, whose Gaussian draws cost ~50 µs each):
+    Σ x xᵀ is then block diagonal, σ does not depend on d and the noise is i.i.d. on every entry,
+    so the k diagonal 2 × 2 blocks are k independent runs of the d = 2 release on one record, at
+    one calibration of σ per k runs. The twin's noise source halves σ.
+    """
+    from ..mechanisms.gaussian import analytic_gaussian_sigma
+    from ..mechanisms.second_moment import noisy_second_moment
+
+    k = SECOND_MOMENT_BLOCKS[secure]
+    spread = math.sqrt(2.0) * analytic_gaussian_sigma(1.0, SECOND_MOMENT_DELTA, math.sqrt(2.0))  # sd of S₁₁ − S₂₂
+    floor = -1.0 + SECOND_MOMENT_FLOOR * spread
+    rows, cols = np.triu_indices(2 * k)
+    first = np.flatnonzero((rows == cols) & (rows % 2 == 0))  # S_{2j,2j}
+    second = np.flatnonzero((rows == cols) & (rows % 2 == 1))  # S_{2j+1,2j+1}
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        X = np.zeros((k, 2 * k))
+        X[np.arange(k), 2 * np.arange(k) + s] = 1.0  # record j: e_{2j} (data) or e_{2j+1} (neighbour)
+        out = []
+        for _ in range(-(-size // k)):
+            z = noisy_second_moment(X, epsilon=1.0, delta=SECOND_MOMENT_DELTA, norm_bound=1.0, ledger=PrivacyLedger(),
+                                    rng=_source(broken, secure, rng)).values
+            out.append(z[first] - z[second])
+        return np.maximum(np.concatenate(out)[:size], floor)
+
+    return run, 0, 1
+
+
+SECOND_MOMENT_ANGLE = math.atan(0.5) / 2.0
+
+
+def _second_moment_laplace(broken: bool, secure: bool):
+    """The Laplace release of Σ x xᵀ ([WM10] 4.2) in d = 2, R = 1, which charges (d + 1)R² = 3.
+
+    No pair of records attains 3. For unit records at angles α and β the upper triangle of
+    x xᵀ − x′x′ᵀ is ((cos 2α − cos 2β)/2, (sin 2α − sin 2β)/2, (cos 2β − cos 2α)/2), of L1 norm
+    |cos 2α − cos 2β| + |sin 2α − sin 2β|/2, largest (√5) for β = α + 90° with tan 2α = 1/2; shorter
+    records do no better (the norm is convex in ‖x‖² and ‖x′‖²). Those two records are the
+    neighbours: true loss √5/3 · ε = 0.745ε. The statistic is the exact privacy loss of the three
+    Laplace coordinates times their scale, Σᵢ sign(Δᵢ) clip(2zᵢ − mᵢ − m′ᵢ, −|Δᵢ|, |Δᵢ|) with m, m′
+    the exact upper triangles and Δ = m − m′: it takes the value √5 (an atom, of probability 1/8
+    under the data) when every coordinate falls beyond the data's mean. The twin's noise source
+    halves the scale.
+    """
+    from ..mechanisms.second_moment import noisy_second_moment
+
+    a = SECOND_MOMENT_ANGLE
+    records = {0: np.array([[math.cos(a), math.sin(a)]]), 1: np.array([[-math.sin(a), math.cos(a)]])}
+    rows, cols = np.triu_indices(2)
+    m, m2 = ((x[0, rows] * x[0, cols]) for x in (records[0], records[1]))
+    gap = m - m2
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        z = np.array([noisy_second_moment(records[s], epsilon=1.0, norm_bound=1.0, mechanism="laplace",
+                                          ledger=PrivacyLedger(), rng=_source(broken, secure, rng)).values
+                      for _ in range(size)])
+        return (np.sign(gap) * np.clip(2.0 * z - m - m2, -np.abs(gap), np.abs(gap))).sum(axis=1)
+
+    return run, 0, 1
+
+
 def _hellinger(mechanism: str, counts: Sequence[int], neighbour: Sequence[int], factor: float = 2.0):
     def build(broken: bool, secure: bool):
         epsilon = factor if broken else 1.0  # every scale is proportional to 1/ε
@@ -438,6 +658,12 @@ TARGETS: tuple[AuditTarget, ...] = (
     AuditTarget("Barker step (group intercepts a[idx], clipped)", 1.0, 0.0, 400_000, _barker_group_index,
                 events="bins", broken_how="temperature divided by 4", uses_noise_source=False),
     AuditTarget("noisy gradient (logistic regression, [WM10] 4.1)", 1.0, 0.0, 100_000, _noisy_gradient),
+    AuditTarget("output perturbation (logistic regression, CMS11 Alg. 1)", 1.0, 0.0, 20_000, _output_perturbation),
+    AuditTarget("objective perturbation (logistic regression, CMS11 Alg. 2)", 1.0, 0.0, 20_000,
+                _objective_perturbation),
+    AuditTarget("noisy second moment (Gaussian, [WM10] 4.2)", 1.0, SECOND_MOMENT_DELTA, 100_000,
+                _second_moment_gaussian),
+    AuditTarget("noisy second moment (Laplace, [WM10] 4.2)", 1.0, 0.0, 20_000, _second_moment_laplace),
     AuditTarget("LSHist", 1.0, 0.0, 40_000, _hellinger("lshist", (0, 20), (1, 19)), events="exact"),
     AuditTarget("LSDim", 1.0, 0.0, 40_000, _lsdim_statistic(_hellinger("lsdim", (0, 7, 3), (1, 6, 3))),
                 events="exact"),
