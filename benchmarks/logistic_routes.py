@@ -11,7 +11,7 @@ N = 3 000, at ε = 1, 10, 100, released two ways on the same records:
 
 Accuracy: the largest distance, over the three coefficients, between the released posterior
 mean and plain PyMC's, in plain posterior standard deviations (root-mean-square over three
-releases, seeds 1–3); and the released posterior's s.d. over plain PyMC's (mean over the
+releases, seeds 1 and 2); and the released posterior's s.d. over plain PyMC's (mean over the
 coefficients and releases), which says how much uncertainty each release reports.
 
     python benchmarks/logistic_routes.py     # writes benchmarks/results/logistic_routes.{json,md}
@@ -35,7 +35,7 @@ SAMPLE = dict(tune=500, chains=2, cores=1, progressbar=False, compute_convergenc
 ROUTES = {"measurements": {"bounds": {"y": {"x": (-4.0, 4.0)}}}, "ops": {"loglik_clip": (-6.0, 0.0)}}
 EPSILONS = (1.0, 10.0, 100.0)
 SIZES = (300, 3000)
-SEEDS = (1, 2, 3)
+SEEDS = (1, 2)
 
 
 def _coefficients(trace) -> np.ndarray:
