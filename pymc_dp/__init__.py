@@ -14,6 +14,7 @@ from .accounting import (
     PrivacyCost,
     PrivacyLedger,
     amplify_by_subsampling,
+    curator_reports,
 )
 from .families import PrivateStatistics, privatize
 from .mechanisms import hellinger_mechanisms
@@ -72,6 +73,7 @@ __all__ = [
     "PrivacyCost",
     "PosteriorRelease",
     "PrivacyLedger",
+    "curator_reports",
     "PrivateGibbs",
     "PrivateMetropolis",
     "PrivateStatistics",

@@ -37,3 +37,15 @@ def quiet_pymc():
     logger.setLevel(logging.ERROR)
     yield
     logger.setLevel(level)
+
+
+@pytest.fixture(autouse=True)
+def curator_reports_on():
+    """The tests run as the curator: clip counts and other curator-only reports are shown (and checked).
+
+    By default they are silent (:mod:`pymc_dp.accounting.curator`); ``test_leaks`` checks that.
+    """
+    from pymc_dp import curator_reports
+
+    with curator_reports():
+        yield

@@ -17,6 +17,7 @@ import pymc_dp as pmdp
 from pymc_dp import _compat
 from pymc_dp.accounting import PrivacyLedger
 from pymc_dp.accounting.validation import RecordValueError
+from pymc_dp.model.privatize_logistic import PUBLIC_FEATURES
 
 from gallery_models import logistic_regression
 
@@ -100,6 +101,8 @@ def test_public_covariate_rows_buy_the_gradients_with_all_of_epsilon():
     _sample(logistic_regression(), ledger, method="measurements", bounds=BOUNDS, features=rows, noise_rng=2)
     assert len(ledger) == 1 and ledger.total().epsilon == pytest.approx(2.0)
     assert "covariates" not in ledger.entries[0].touched
+    assert ledger.entries[0].details["route"] == "measurements"  # chosen explicitly, still recorded
+    assert PUBLIC_FEATURES in ledger.entries[0].assumptions
 
 
 def test_a_public_survey_enters_as_observed_data_and_is_recorded_as_an_assumption():
@@ -159,3 +162,20 @@ def test_the_stand_in_design_follows_the_release_when_it_is_precise_and_the_box_
     # take over instead of a covariance made of noise.
     assert np.allclose(rows[:, :2].mean(0), 0.0, atol=0.1)
     assert np.allclose(rows[:, :2].std(0), 2 / np.sqrt(3), atol=0.15)
+
+
+def test_clip_counts_are_silent_unless_the_curator_asks_for_them():
+    # A warning is a release: by default it must not say how many records lay outside the bounds
+    # (here even a refused call would print it at epsilon = 0).
+    import pymc_dp.accounting.curator as curator
+
+    model = logistic_regression()
+    ledger = PrivacyLedger(budget=pmdp.Budget(epsilon=1e-9))
+    for enabled, expected in ((False, 0), (True, 1)):
+        with curator.curator_reports(enabled), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(pmdp.BudgetExceededError):
+                pmdp.sample(10, epsilon=1.0, model=model, ledger=ledger, bounds={"y": {"x": (-0.5, 0.5)}})
+        reports = [w for w in caught if "clipped" in str(w.message)]
+        assert len(reports) == expected, [str(w.message) for w in caught]
+    assert len(ledger) == 0

@@ -4,6 +4,7 @@ Pure Python on top of NumPy/SciPy and Google's ``dp-accounting``; no PyMC import
 """
 
 from .budget import COMPOSITION_METHODS, Budget, BudgetExceededError
+from .curator import curator_reports
 from .entry import NOISE_SOURCES, LedgerEntry, PrivacyCost
 from .event_types import DpEvent, GaussianEvent, LaplaceEvent
 from .ledger import PrivacyLedger, resolve_ledger
@@ -28,5 +29,6 @@ __all__ = [
     "Reservation",
     "amplified_epsilon",
     "amplify_by_subsampling",
+    "curator_reports",
     "resolve_ledger",
 ]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..accounting.curator import curator_report
 from ..accounting import PrivacyLedger
 from ..accounting.validation import RecordValueError, check_epsilon, check_neighbouring, check_noise_scale
 from ..mechanisms import laplace_mechanism
@@ -164,7 +164,7 @@ def prepare_statistics(
             "fix or drop them before privatising (nothing was spent)."
         )
     if int(n_outside):
-        warnings.warn(
+        curator_report(
             f"{name}: {int(n_outside)} of {n} record(s) lay outside bounds={checked_bounds} and were clipped to "
             "them (this count is for you, the curator; it is not released).",
             ClippedRecordsWarning,

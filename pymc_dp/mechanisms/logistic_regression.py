@@ -26,12 +26,12 @@ the heuristic's step and the perturbation mechanisms' regularisation use it.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..accounting.curator import curator_report
 from ..accounting.event_types import LaplaceEvent
 from ..accounting.validation import check_epsilon, check_finite_array
 from .noise import _require_ledger, resolve_noise_source
@@ -50,6 +50,9 @@ __all__ = [
     "ClippedFeaturesWarning",
     "REPLACE_ONLY",
 ]
+
+#: The heuristic's weights are clipped into [−MAX_WEIGHT, MAX_WEIGHT] (public post-processing).
+MAX_WEIGHT = 1e6
 
 #: The assumption every entry of these mechanisms carries.
 REPLACE_ONLY = "N (the number of records) is public: replace-one neighbouring"
@@ -81,7 +84,7 @@ def project_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
     if clipped:
         X = X.copy()
         X[outside] *= (bound / norms[outside])[:, None]
-        warnings.warn(
+        curator_report(
             f"{clipped} row(s) had {norm.upper()} norm above the declared bound {bound:g} and were projected onto "
             "the ball (the release is private for the declared bound, whatever the data).",
             ClippedFeaturesWarning, stacklevel=4,
@@ -244,7 +247,9 @@ def noisy_gradient_logistic(
         for t in range(T):
             residual = labels - _sigmoid(X @ weights[t])
             measurements[t] = source.add_laplace(X.T @ residual, scale)
-            weights[t + 1] = weights[t] + eta * measurements[t] / n
+            # Post-processing of the releases, kept in a public box so the path stays finite
+            # whatever the step (an overflowing path would make the next sum NaN or not by record).
+            weights[t + 1] = np.clip(weights[t] + eta * measurements[t] / n, -MAX_WEIGHT, MAX_WEIGHT)
     measurements.setflags(write=False)
     weights.setflags(write=False)
     return NoisyGradientRun(

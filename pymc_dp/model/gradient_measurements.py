@@ -76,7 +76,7 @@ def _moments(F: Any, S: Any, theta: Any, xp: Any) -> tuple[Any, Any]:
 
 
 def observe_noisy_gradients(
-    name: str, run: NoisyGradientRun, weights: Any, features: Any, *, covariance: str = "fixed",
+    name: str, run: NoisyGradientRun, weights: Any, features: Any, *, covariance: str = "auto",
     noise: str = "auto", model: Any = None,
 ) -> Any:
     """Condition a PyMC model's weight vector on the released noisy gradients of ``run``.
@@ -96,10 +96,12 @@ def observe_noisy_gradients(
         as the records were). Public, so free. M ≥ 2·T·d; the Monte Carlo error of the
         gradient means, N·sd/√M, should stay well below the noise scale.
     covariance
-        ``"fixed"`` (default): the sums' covariance N·Cov[f] evaluated once, at the
-        heuristic's released answer (public) — it matters only where the sampling
-        variation is not swamped by the noise, and is second order in θ there; fast.
-        ``"exact"``: a function of θ in the model (a Cholesky factor per evaluation; slower).
+        ``"fixed"``: the sums' covariance N·Cov[f] evaluated once, at the heuristic's
+        released answer (public) — fast, and enough where the noise swamps the sums'
+        sampling variation. ``"exact"``: a function of θ in the model (a Cholesky factor
+        per evaluation; slower), needed where it does not: a fixed covariance then biases
+        the posterior and narrows it. ``"auto"`` (default): ``"exact"`` with Gaussian
+        noise (see ``noise``), ``"fixed"`` with exact noise.
     noise
         How the Laplace noise enters. ``"exact"``: around latent sums sampled non-centred
         (G = N E[f] + L η, η standard normal; NUTS samples η with θ). ``"gaussian"``: the
@@ -136,7 +138,7 @@ def _marginal_cov(chol: Any, scale: float) -> Any:
 
 
 def gradient_noise_model(
-    run: NoisyGradientRun, weights: Any, features: Any, *, covariance: str = "fixed", noise: str = "auto",
+    run: NoisyGradientRun, weights: Any, features: Any, *, covariance: str = "auto", noise: str = "auto",
 ) -> tuple[str, Any, Any]:
     """The pieces of the measurements' likelihood: ``(noise mode, N·E[f](θ), Cholesky factor of N·Cov[f])``.
 
@@ -146,8 +148,8 @@ def gradient_noise_model(
     """
     import pytensor.tensor as pt
 
-    if covariance not in ("fixed", "exact"):
-        raise ValueError(f"covariance must be 'fixed' or 'exact', got {covariance!r}.")
+    if covariance not in ("auto", "fixed", "exact"):
+        raise ValueError(f"covariance must be 'auto', 'fixed' or 'exact', got {covariance!r}.")
     if noise not in ("auto", "exact", "gaussian"):
         raise ValueError(f"noise must be 'auto', 'exact' or 'gaussian', got {noise!r}.")
     F = _features(features, run)
@@ -161,6 +163,10 @@ def gradient_noise_model(
     if noise == "auto":
         typical = float(np.median(np.sqrt(np.clip(np.diag(cov_fixed), 0.0, None))))
         noise = "gaussian" if np.sqrt(2.0) * run.scale < typical else "exact"
+    if covariance == "auto":
+        # Where the noise no longer swamps the sums' sampling variation, their covariance's
+        # dependence on θ shows in the posterior (a fixed one biases it): evaluate it at θ.
+        covariance = "exact" if noise == "gaussian" else "fixed"
     if covariance == "fixed":
         jitter = DEFAULT_JITTER * max(np.trace(cov_fixed) / (T * d), 1e-12)
         chol = pt.as_tensor_variable(np.linalg.cholesky(cov_fixed + jitter * np.eye(T * d)))
@@ -172,7 +178,7 @@ def gradient_noise_model(
 
 
 def gradient_loglik(
-    run: NoisyGradientRun, weights: Any, features: Any, make_latent: Any, *, covariance: str = "fixed",
+    run: NoisyGradientRun, weights: Any, features: Any, make_latent: Any, *, covariance: str = "auto",
     noise: str = "auto",
 ) -> Any:
     """The log-likelihood of ``run``'s measurements as one scalar tensor (for a model built outside ``pm.Model``).
@@ -192,7 +198,7 @@ def gradient_loglik(
 
 def logistic_from_gradients(
     run: NoisyGradientRun, features: Any, *, prior_sigma: float = 5.0, public: tuple[Any, Any] | None = None,
-    name: str = "w", covariance: str = "fixed", noise: str = "auto",
+    name: str = "w", covariance: str = "auto", noise: str = "auto",
 ) -> Any:
     """A PyMC model of the weights given the released noisy gradients (and optional public records).
 

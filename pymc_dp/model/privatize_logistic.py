@@ -34,13 +34,24 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..accounting.curator import curator_report
+from ..families import ClippedRecordsWarning
 from ..accounting import LedgerEntry, PrivacyLedger
 from ..accounting.event_types import LaplaceEvent
 from ..accounting.validation import RecordValueError, check_epsilon
 from ..mechanisms.logistic_regression import REPLACE_ONLY, NoisyGradientRun, _positive, noisy_gradient_logistic
 from ..mechanisms.second_moment import noisy_second_moment
 
-__all__ = ["LogisticPrivatization", "PrivateLogistic", "plan_logistic_privatization", "FEATURE_ROWS"]
+__all__ = [
+    "LogisticPrivatization", "PrivateLogistic", "plan_logistic_privatization", "FEATURE_ROWS", "PUBLIC_FEATURES",
+]
+
+#: The assumption recorded when covariate rows are passed as ``features=``: they are the analyst's
+#: claim of a public sample, read by the likelihood as they are.
+PUBLIC_FEATURES = (
+    "the covariate rows given as features= are public (declared by the analyst): the likelihood reads them as "
+    "they are"
+)
 
 #: Rows of the stand-in design drawn from the measured feature distribution.
 FEATURE_ROWS = 4000
@@ -101,6 +112,8 @@ class LogisticPrivatization:
         from .privatize_model import public_assumption
 
         declared = (public_assumption(sorted(self.public)),) if self.public else ()
+        if self.features is not None:
+            declared += (PUBLIC_FEATURES,)
         run = noisy_gradient_logistic(
             self.design, self.labels, epsilon=self.epsilon_gradients, feature_norm=self.feature_norm,
             iterations=self.iterations, learning_rate=self.learning_rate, ledger=ledger, rng=rng, assumptions=declared,
@@ -247,7 +260,7 @@ def _public_rows(features: Any, lower: np.ndarray, upper: np.ndarray, has_interc
 
 def plan_logistic_privatization(
     model: Any, epsilon: float, *, bounds: Mapping[str, Any] | None, features: Any = "measured",
-    feature_share: float = 0.2, iterations: int = 10, learning_rate: float = 10.0, covariance: str = "fixed",
+    feature_share: float = 0.2, iterations: int = 10, learning_rate: float = 10.0, covariance: str = "auto",
     noise: str = "auto", public: Sequence[str] = (), neighbouring: str = "replace",
 ) -> LogisticPrivatization:
     """Validate the privacy flag on a logistic-regression model completely and price it; nothing is spent.
@@ -293,8 +306,9 @@ def plan_logistic_privatization(
     design = np.clip(predictor.design, lower, upper)
     clipped = int(np.any(design != predictor.design, axis=1).sum())
     if clipped:
-        warnings.warn(f"{clipped} design row(s) of {rv.name!r} were outside the declared bounds and were clipped into "
-                      "them (the count is for the curator only: it is not released).", UserWarning, stacklevel=4)
+        curator_report(f"{clipped} design row(s) of {rv.name!r} were outside the declared bounds and were clipped "
+                       "into them (the count is for the curator only: it is not released).", ClippedRecordsWarning,
+                       stacklevel=4)
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
         raise ValueError(f"iterations must be a positive integer, got {iterations!r}.")
     measured = isinstance(features, str)
@@ -309,8 +323,8 @@ def plan_logistic_privatization(
     else:
         share = 0.0
         rows = _public_rows(features, lower, upper, predictor.has_intercept, d)
-    if covariance not in ("fixed", "exact"):
-        raise ValueError(f"covariance must be 'fixed' or 'exact', got {covariance!r}.")
+    if covariance not in ("auto", "fixed", "exact"):
+        raise ValueError(f"covariance must be 'auto', 'fixed' or 'exact', got {covariance!r}.")
     if noise not in ("auto", "exact", "gaussian"):
         raise ValueError(f"noise must be 'auto', 'exact' or 'gaussian', got {noise!r}.")
     plan = LogisticPrivatization(

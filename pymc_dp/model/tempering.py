@@ -17,11 +17,11 @@ on the result. The user's model is never modified.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..accounting.curator import curator_report
 from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
 from ..accounting.validation import RecordValueError, check_epsilon
 from .loglik_clip import clip_loglik, loglik_clip_of
@@ -136,7 +136,7 @@ def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]
 
     new_values, clipped = _clipped_values(model, families)
     if clipped:
-        warnings.warn(
+        curator_report(
             "records outside the declared bounds were clipped to them: "
             + ", ".join(f"{n!r}: {c}" for n, c in clipped.items()),
             ClippedRecordsWarning,

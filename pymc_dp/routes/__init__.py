@@ -72,15 +72,17 @@ def sample(
     epsilon
         The total ε of the call, on every route. ``"laplace"``: privatising the
         observed variables (the privacy flag; leave it out for a model built on
-        :func:`pymc_dp.observe_stats`). ``"ops"``: shared evenly by the
+        :func:`pymc_dp.observe_stats`). ``"measurements"``: the released gradients
+        (and the covariates' moment). ``"ops"``: shared evenly by the
         ``chains × samples`` released posterior draws. ``"gibbs"``: the whole run's
         budget (T spends it; tight accounting at δ = 10⁻⁶ by default). ``"saa"``: the aggregate.
     method
         ``"auto"`` (default): the most accurate route that takes the model and the
-        declarations (:mod:`pymc_dp.routes.chooser`; tried in the order laplace, ops,
-        gibbs, saa; the ledger says which ran), or one route by name —
-        ``"laplace"``, ``"ops"``, ``"gibbs"``, ``"saa"`` — or a route object
-        (:class:`Laplace`, :class:`OPS`, :class:`Gibbs`, :class:`SAA`) carrying its options.
+        declarations (:mod:`pymc_dp.routes.chooser`; tried in the order laplace,
+        measurements, ops, gibbs, saa; the ledger says which ran), or one route by
+        name — ``"laplace"``, ``"measurements"``, ``"ops"``, ``"gibbs"``, ``"saa"`` —
+        or a route object (:class:`Laplace`, :class:`Measurements`, :class:`OPS`,
+        :class:`Gibbs`, :class:`SAA`) carrying its options.
     ledger
         Ledger to charge: the cost is reserved on it before anything is drawn.
     neighbouring

@@ -11,7 +11,7 @@ release: the entries stay if sampling later fails, and sampling never reads a re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
@@ -44,7 +44,8 @@ class MeasurementsPlan(RoutePlan):
         return sample_released(private.model, self.draws, self.pm_kwargs, self.spent_on_failure(None))
 
     def spent_on_failure(self, failure: BaseException | None) -> list[LedgerEntry]:
-        return list(self._scratch.entries) if self._scratch is not None else []
+        spent = list(self._scratch.entries) if self._scratch is not None else []
+        return [replace(e, details={"route": "measurements", **e.details}) for e in spent]
 
 
 def plan_measurements(

@@ -78,7 +78,7 @@ class Measurements(RouteOptions):
         The heuristic's T (default 10; each gradient costs ε/T of the rest) and step η.
     covariance, noise
         How the likelihood treats the sums' covariance and the Laplace noise
-        (:func:`pymc_dp.observe_noisy_gradients`; defaults ``"fixed"``, ``"auto"``).
+        (:func:`pymc_dp.observe_noisy_gradients`; both ``"auto"`` by default).
     noise_rng
         ``None`` for secure noise (default); a seed or Generator for seeded noise.
     public
@@ -92,7 +92,7 @@ class Measurements(RouteOptions):
     feature_share: float = 0.2
     iterations: int = 10
     learning_rate: float = 10.0
-    covariance: str = "fixed"
+    covariance: str = "auto"
     noise: str = "auto"
     noise_rng: Any = None
     public: Sequence[str] = ()
