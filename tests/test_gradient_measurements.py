@@ -99,7 +99,7 @@ def test_bad_records_and_arguments_are_refused_before_anything_is_spent():
 def test_rows_outside_the_declared_ball_are_projected_onto_it_and_counted():
     X, y = synth(40, 4)
     X[:3] *= 10  # L1 norms far above 2
-    with pytest.warns(ClippedFeaturesWarning, match="3 row\(s\) had L1 norm"):
+    with pytest.warns(ClippedFeaturesWarning, match=r"3 row\(s\) had L1 norm"):
         run = pmdp.noisy_gradient_logistic(X, y, epsilon=1e9, iterations=1, feature_norm=2.0,
                                            ledger=pmdp.PrivacyLedger(), rng=1)
     projected = X.copy()
