@@ -12,7 +12,7 @@ What it needs, and why:
 
 * **bounds on the covariates** (``bounds={"y": {"x": (lo, hi)}}``, one pair or one per
   covariate): rows are clipped into the box (counted, to the curator only) and the
-  gradient's L1 sensitivity is 2·Σ max(|lo|, |hi|) (an intercept adds 1 to the sum);
+  gradient's L1 sensitivity is 2·Σ max(abs(lo), abs(hi)) (an intercept adds 1 to the sum);
 * **the covariates' distribution**, which the CLT moments integrate over: a public
   sample of rows (``features=``: a survey, a synthetic design, earlier public records),
   or ``"measured"`` (default): a share of ε (``feature_share``, 0.2) buys a Laplace
