@@ -36,7 +36,7 @@ from ..trace import imputed_variables, release
 
 __all__ = [
     "RoutePlan", "Ran", "execute", "check_request", "check_initvals", "SEEDED_SAMPLER", "sampler_noise_source",
-    "resolve_chains", "apply_loglik_clip",
+    "resolve_chains", "apply_loglik_clip", "public_names",
 ]
 
 #: The assumption an MCMC route's entries carry when ``random_seed`` fixed the sampler's randomness.
@@ -358,6 +358,13 @@ def sampler_noise_source(keywords: Mapping[str, Any]) -> tuple[str, tuple[str, .
         stacklevel=4,
     )
     return "seeded", (SEEDED_SAMPLER,)
+
+
+def public_names(public: Any) -> tuple[str, ...]:
+    """The ``public=`` option as a tuple of names, or a ValueError (a name or a list of names)."""
+    if not isinstance(public, (str, list, tuple, set, frozenset)):
+        raise ValueError(f"public must be the name of an observed variable or a list of names, got {public!r}.")
+    return (public,) if isinstance(public, str) else tuple(public)
 
 
 def apply_loglik_clip(model: Any, loglik_clip: Any) -> Any:

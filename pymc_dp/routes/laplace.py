@@ -20,6 +20,7 @@ from ..model import statistics_of
 from ..model.privatize_model import PrivatizationPlan, plan_privatization
 from ..trace import check_release_plan
 from .base import Ran, RoutePlan, check_initvals, check_step_model
+from .base import public_names as check_public_names  # the local name public_names is the result
 from .options import Laplace
 
 __all__ = ["plan_laplace", "LaplacePlan", "sample_released"]
@@ -86,11 +87,7 @@ def plan_laplace(
     neighbouring: str | None, pm_kwargs: Mapping[str, Any],
 ) -> LaplacePlan:
     """Validate ``pmdp.sample(method="laplace")`` completely and price it (see :func:`pymc_dp.sample`)."""
-    if not isinstance(options.public, (str, list, tuple, set, frozenset)):
-        raise ValueError(
-            f"public must be the name of an observed variable or a list of names, got {options.public!r}."
-        )
-    public_names = (options.public,) if isinstance(options.public, str) else tuple(options.public)
+    public_names = check_public_names(options.public)
     unknown = sorted(set(public_names) - {rv.name for rv in model.observed_RVs})
     if unknown:
         raise ValueError(f"public names {unknown}, which are not observed variables of the model.")

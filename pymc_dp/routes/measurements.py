@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..model.privatize_logistic import LogisticPrivatization, plan_logistic_privatization
 from ..trace import check_release_plan
-from .base import Ran, RoutePlan, check_initvals, check_step_model
+from .base import Ran, RoutePlan, check_initvals, check_step_model, public_names
 from .laplace import sample_released
 from .options import Measurements
 
@@ -57,7 +57,7 @@ def plan_measurements(
         raise ValueError("pass epsilon=, the budget of the released measurements (the privacy flag).")
     check_step_model(pm_kwargs, True, "measurements", "one whose records are replaced by the released measurements")
     ledger = resolve_ledger(ledger, neighbouring)
-    public = (options.public,) if isinstance(options.public, str) else tuple(options.public)
+    public = public_names(options.public)
     privatization = plan_logistic_privatization(
         model, epsilon, bounds=options.bounds, features=options.features, feature_share=options.feature_share,
         iterations=options.iterations, learning_rate=options.learning_rate, covariance=options.covariance,
