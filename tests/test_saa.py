@@ -107,7 +107,7 @@ def test_auto_picks_the_most_accurate_route_that_takes_the_declarations_and_says
     logistic = G.logistic_regression(n=60)
     idata = pmdp.sample(50, epsilon=1.0, model=logistic, loglik_clip=(-6, 0), random_seed=0, **QUIET)
     (entry,) = pmdp.ledger(idata).entries
-    assert entry.details["route"] == "ops" and entry.details["routes_passed_over"] == ["laplace"]
+    assert entry.details["route"] == "ops" and entry.details["routes_passed_over"] == ["laplace", "measurements"]
     with pytest.raises(ValueError, match=r"(?s)no privacy route applies.*method='laplace'.*method='ops'.*"
                                          r"loglik_clip.*method='saa'.*ranges="):
         pmdp.sample(50, epsilon=1.0, model=logistic, **QUIET)

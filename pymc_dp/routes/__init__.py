@@ -70,12 +70,10 @@ def sample(
     draws
         Draws per chain, passed to ``pm.sample``.
     epsilon
-        The total ε of the call, on every route. ``"laplace"``: privatising the
-        observed variables (the privacy flag; leave it out for a model built on
-        :func:`pymc_dp.observe_stats`). ``"measurements"``: the released gradients
-        (and the covariates' moment). ``"ops"``: shared evenly by the
-        ``chains × samples`` released posterior draws. ``"gibbs"``: the whole run's
-        budget (T spends it; tight accounting at δ = 10⁻⁶ by default). ``"saa"``: the aggregate.
+        The total ε of the call, on every route: the privatised statistics (laplace;
+        leave it out for a model on :func:`pymc_dp.observe_stats`), the released
+        gradients (measurements), the ``chains × samples`` draws (ops), the whole run
+        (gibbs: tight accounting at δ = 10⁻⁶ by default), the aggregate (saa).
     method
         ``"auto"`` (default): the most accurate route that takes the model and the
         declarations (:mod:`pymc_dp.routes.chooser`; tried in the order laplace,
