@@ -119,10 +119,19 @@ def test_a_public_survey_enters_as_observed_data_and_is_recorded_as_an_assumptio
     assert not set(_compat.group_names(idata)) & {"observed_data", "constant_data"}
 
 
+def _failing_callback(**_: object) -> None:
+    raise RuntimeError("the analyst's callback failed")
+
+
 def test_a_failed_sampling_run_still_records_the_releases_it_drew():
+    # Sampling settings pm.sample would fail on are refused before the spend; what fails during the
+    # draws (here the analyst's own callback) fails after it, and the releases stay on the ledger.
     ledger = PrivacyLedger()
-    with pytest.raises(Exception):
-        _sample(logistic_regression(), ledger, bounds=BOUNDS, noise_rng=5, init="adapt_diag", nuts={"max_treedepth": -1})
+    with pytest.raises(ValueError, match=r"nuts\['max_treedepth'\] must be >= 1"):
+        _sample(logistic_regression(), ledger, bounds=BOUNDS, noise_rng=5, nuts={"max_treedepth": -1})
+    assert len(ledger) == 0
+    with pytest.raises(RuntimeError, match="callback failed"):
+        _sample(logistic_regression(), ledger, bounds=BOUNDS, noise_rng=5, callback=_failing_callback)
     assert ledger.total().epsilon == pytest.approx(2.0) and not ledger.reserved
 
 

@@ -376,6 +376,15 @@ BAD_SAMPLING = [
     (dict(initvals={"nope": 0.5}), "initvals name"),
     (dict(var_names=[]), "var_names is empty"),
     (dict(var_names=["y"]), "cannot release 'y'"),
+    # pm.sample reads these only after the draws: they must be refused before the spend.
+    (dict(var_names="p"), "not a string"),
+    (dict(idata_kwargs={"bogus": 1}), "pm.to_inference_data does not take"),
+    (dict(idata_kwargs=3), "idata_kwargs must be a dict"),
+    (dict(nuts={"max_treedepth": -1}), r"nuts\['max_treedepth'\] must be >= 1"),
+    (dict(nuts={"max_tree_depth": 5}), "a misspelling"),
+    (dict(nuts=5), "nuts= must be a dict"),
+    (dict(target_accept=1.5), "target_accept must be a number strictly between 0 and 1"),
+    (dict(nuts={"step_scale": 0}), r"nuts\['step_scale'\] must be a positive number"),
 ]
 
 

@@ -282,6 +282,8 @@ def check_sampling_arguments(draws: Any, keywords: Mapping[str, Any]) -> None:
             f"initvals is a list of {len(initvals)} starting points but chains={chains}: give one per chain (or one "
             "mapping for all); nothing was spent."
         )
+    _check_trace_keywords(keywords)
+    _check_step_settings(keywords)
     for name in ("nuts_sampler",):
         sampler = keywords.get(name)
         if sampler not in (None, "pymc"):
@@ -293,6 +295,72 @@ def check_sampling_arguments(draws: Any, keywords: Mapping[str, Any]) -> None:
                     f"nuts_sampler={sampler!r} is not available here (install {module or 'it'}, or leave "
                     "nuts_sampler out); nothing was spent."
                 )
+
+
+def _check_trace_keywords(keywords: Mapping[str, Any]) -> None:
+    """``var_names`` and ``idata_kwargs``, which ``pm.sample`` reads only after the draws (after the spend)."""
+    var_names = keywords.get("var_names")
+    if isinstance(var_names, str):
+        raise ValueError(f"var_names must be a list of variable names (e.g. [{var_names!r}]), not a string; "
+                         "nothing was spent.")
+    if var_names is not None and not (
+        isinstance(var_names, (list, tuple)) and all(isinstance(name, str) for name in var_names)
+    ):
+        raise ValueError(f"var_names must be a list of variable names, got {var_names!r}; nothing was spent.")
+    idata_kwargs = keywords.get("idata_kwargs")
+    if idata_kwargs is None:
+        return
+    from pymc.backends.arviz import to_inference_data
+
+    known = sorted(set(inspect.signature(to_inference_data).parameters) - {"trace", "model"})
+    if not isinstance(idata_kwargs, Mapping):
+        raise ValueError(f"idata_kwargs must be a dict of keywords of pm.to_inference_data ({', '.join(known)}), "
+                         f"got {idata_kwargs!r}; nothing was spent.")
+    unknown = sorted(map(str, set(idata_kwargs) - set(known)))
+    if unknown:
+        raise ValueError(f"idata_kwargs has keyword(s) {unknown} that pm.to_inference_data does not take (it takes "
+                         f"{', '.join(known)}); nothing was spent.")
+
+
+#: The step-method settings ``pm.sample`` takes as ``<method>={...}``.
+_STEP_SETTINGS = ("nuts", "hamiltonianmc", "metropolis", "slice", "demetropolisz", "binarygibbsmetropolis",
+                  "categoricalgibbsmetropolis")
+
+
+def _check_step_settings(keywords: Mapping[str, Any]) -> None:
+    """Step settings ``pm.sample`` would accept and then fail on (or silently ignore) once the draws start."""
+    import pytensor
+
+    settings: list[tuple[str | None, Mapping[str, Any]]] = [(None, keywords)]
+    known = _step_keywords() | set(inspect.signature(pytensor.function).parameters)
+    for method in _STEP_SETTINGS:
+        given = keywords.get(method)
+        if given is None:
+            continue
+        if not isinstance(given, Mapping):
+            raise ValueError(f"{method}= must be a dict of {method} settings (e.g. {{'target_accept': 0.9}}), "
+                             f"got {given!r}; nothing was spent.")
+        unknown = sorted(map(str, set(given) - known))
+        if unknown:
+            raise ValueError(f"{method}= has setting(s) {unknown} no PyMC step method takes (a misspelling?); "
+                             "nothing was spent.")
+        settings.append((method, given))
+    for method, given in settings:
+        where = (lambda name: name) if method is None else (lambda name, m=method: f"{m}['{name}']")
+        accept = given.get("target_accept")
+        if accept is not None and not (_is_real(accept) and 0 < accept < 1):
+            raise ValueError(f"{where('target_accept')} must be a number strictly between 0 and 1, got {accept!r}; "
+                             "nothing was spent.")
+        for name in ("max_treedepth", "early_max_treedepth"):
+            if given.get(name) is not None:
+                _whole(given[name], where(name), 1)
+        scale = given.get("step_scale")
+        if scale is not None and not (_is_real(scale) and 0 < scale < np.inf):
+            raise ValueError(f"{where('step_scale')} must be a positive number, got {scale!r}; nothing was spent.")
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 def check_initvals(model: Any, initvals: Any) -> None:
