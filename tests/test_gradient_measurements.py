@@ -51,6 +51,21 @@ def test_the_run_is_reserved_whole_and_charged_as_iterations_laplace_releases():
     assert secure.entry.noise_source == "secure"
 
 
+def test_a_prefix_is_the_run_as_it_stood_after_its_first_measurements():
+    X, y = synth(300, 1)
+    ledger = pmdp.PrivacyLedger()
+    run = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=5, feature_norm=2.0, ledger=ledger, rng=3)
+    head = run.prefix(2)
+    assert head.iterations == 2 and np.array_equal(head.measurements, run.measurements[:2])
+    assert np.array_equal(head.weights, run.weights[:3]) and np.array_equal(head.final_weights, run.weights[2])
+    # The two measurements cost 2/5 of the run's ε at the run's per-measurement scale; nothing new is charged.
+    assert head.epsilon == pytest.approx(0.4) and head.scale == run.scale and head.entry is run.entry
+    assert len(ledger.entries) == 1 and np.array_equal(run.prefix(5).measurements, run.measurements)
+    for bad in (0, 6, 2.0, True):
+        with pytest.raises(ValueError, match="iterations must be an integer from 1 to the run's 5"):
+            run.prefix(bad)
+
+
 def test_the_noise_is_laplace_of_the_stated_scale_around_the_exact_gradient_sum():
     # 4000 single-iteration runs: the centred measurement is Laplace(b), so its mean absolute
     # value is b (sd of the estimate b/√4000 ≈ 1.6 % of b: 5 % is > 3 sd) and its mean 0.

@@ -26,7 +26,7 @@ the heuristic's step and the perturbation mechanisms' regularisation use it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -156,6 +156,21 @@ class NoisyGradientRun:
     def final_weights(self) -> np.ndarray:
         """The heuristic's answer: the last iterate ``w_T``."""
         return self.weights[-1]
+
+    def prefix(self, iterations: int) -> "NoisyGradientRun":
+        """The run as it stood after its first ``iterations`` measurements (a post-processing: free).
+
+        The first t noisy sums and the path ``w_0 … w_t`` they produced, with ``epsilon`` the
+        t/T share of the run's ε those measurements cost; ``scale`` and ``entry`` are the whole
+        run's (the ledger was charged once, for all T). Inference on prefixes shows how
+        information grows with the ε spent ([WM10] Fig. 3a).
+        """
+        T = self.iterations
+        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or not 1 <= iterations <= T:
+            raise ValueError(f"iterations must be an integer from 1 to the run's {T}, got {iterations!r}.")
+        t = int(iterations)
+        return replace(self, measurements=self.measurements[:t], weights=self.weights[: t + 1],
+                       epsilon=self.epsilon * t / T)
 
 
 def noisy_gradient_logistic(
