@@ -303,9 +303,9 @@ def test_public_records_stay_in_the_model_uncharged_and_tighten_the_posterior():
 def test_public_declarations_are_checked():
     rng = np.random.default_rng(9)
     model = _aux_model(rng.binomial(1, 0.3, 50), rng.binomial(1, 0.3, 50))
-    with pytest.raises(ValueError, match="not observed variables"):
+    with pytest.raises(ValueError, match="neither observed variables"):
         pmdp.privatize_model(model, 1.0, public=["nope"])
-    with pytest.raises(ValueError, match="not observed variables"):
+    with pytest.raises(ValueError, match="neither observed variables"):
         pmdp.sample(10, epsilon=1.0, public=["nope"], model=model)
     with pytest.raises(ValueError, match="declared public"):
         pmdp.privatize_model(model, 1.0, public=["y", "aux"])

@@ -289,11 +289,13 @@ def plan_logistic_privatization(
         )
     rv = private[0]
     labels = np.asarray(_observed_records(model, rv), dtype=float).reshape(-1)
-    predictor = logistic_regression_of(rv, labels.size, model.free_RVs, dim_lengths(model))
+    why: list[str] = []
+    predictor = logistic_regression_of(rv, labels.size, model.free_RVs, dim_lengths(model), why)
     if predictor is None:
         raise ValueError(
-            f"observed variable {rv.name!r} is not a logistic regression the measurements route recognises "
-            "(pm.Bernoulli with logit_p = [intercept +] X @ beta, X a NumPy array or pm.Data with one row per record)."
+            f"observed variable {rv.name!r} is not a logistic regression the measurements route recognises: "
+            f"{'; '.join(why)}. It takes pm.Bernoulli with logit_p (or p = invlogit of) a sum of X @ beta, b * x "
+            "and scalar terms, X a NumPy array or pm.Data with one row per record (or columns of one)."
         )
     if not np.all((labels == 0) | (labels == 1)):
         raise RecordValueError(f"observed variable {rv.name!r} holds values other than 0 and 1; nothing was spent.")

@@ -264,6 +264,8 @@ def rebuild_with_likelihoods(
     observed_outputs = {n.outputs[0] for n in observed_nodes}
     # Public records stay as they are; the walks for private data stop at them.
     public_outputs = [n.outputs[0] for n in all_observed if n.outputs[0].name in public]
+    # Data containers declared public (e.g. a prior's pm.Data): the walks stop at them too.
+    public_outputs += [n.outputs[0] for n in fg.apply_nodes if isinstance(n.op, ModelNamed) and n.outputs[0].name in public]
     # The likelihood terms of the statistics, built now (they need the observed variables'
     # parameters) and added only after the record check below, which is about the user's
     # model: the statistics themselves are private outputs, not records.
@@ -273,6 +275,8 @@ def rebuild_with_likelihoods(
         loglik = pt.as_tensor(likelihoods[name](node, free_outputs, declared_sizes, new_outputs))
         new_outputs.append(model_var("potential", loglik, f"{name}_stats"))
 
+    # What the private likelihoods read (their data containers are private even if a public one reads them too).
+    read_by_private = set(ancestors([n.outputs[0] for n in observed_nodes]))
     # Deterministics of the records cannot stay: drop them and say so.
     dropped: dict[str, str] = {}
     for node in list(fg.apply_nodes):
@@ -296,7 +300,7 @@ def rebuild_with_likelihoods(
                 fg.remove_node(node)
 
     leaves = data_leaves(
-        [o for o in fg.outputs if o not in public_outputs], blockers=public_outputs, record_counts=record_counts,
+        _private_reach(fg, public_outputs, new_outputs, read_by_private), blockers=public_outputs, record_counts=record_counts,
         public=declared_sizes,
     )
     if leaves:
@@ -314,6 +318,24 @@ def rebuild_with_likelihoods(
     fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
     fg._dim_lengths = {k: v for k, v in fg._dim_lengths.items() if k in used_dims}
     return model_of_fgraph(fg, initvals), dropped
+
+
+def _private_reach(fg: Any, public_outputs: list[Any], new_outputs: list[Any], read_by_private: set) -> list[Any]:
+    """The outputs to search for data: all but the public records and the data containers only they read.
+
+    A public survey written gallery-style (``pm.Data("X_survey", ...)`` feeding a public observed
+    variable) keeps its container in the model; it is as public as the survey's records. A
+    container the private likelihoods read (``read_by_private``) stays private, whoever else reads it.
+    """
+    from pymc.model.fgraph import ModelNamed
+
+    def container(out: Any) -> bool:
+        return out.owner is not None and isinstance(out.owner.op, ModelNamed)
+
+    others = [o for o in fg.outputs if o not in public_outputs]
+    read_publicly = set(ancestors(public_outputs))
+    read_privately = set(ancestors([o for o in others if not container(o)] + list(new_outputs))) | read_by_private
+    return [o for o in others if not (container(o) and o in read_publicly and o not in read_privately)]
 
 
 def latent_normal_rv(name: str, new_outputs: list[Any], size: int) -> Any:
@@ -387,8 +409,10 @@ def privatize_model(
     public
         Names of observed variables whose records are *public* (non-private
         auxiliary data, [WM10] Fig. 3b): they stay in the model as ordinary observed
-        variables, are not privatised and cost nothing. Declaring them public is the
-        analyst's claim; every ledger entry of this call records it as an assumption.
+        variables, are not privatised and cost nothing; also ``pm.Data`` containers
+        whose values are public (a prior's hyperparameters; data of public records
+        need not be named). Declaring them public is the analyst's claim; every
+        ledger entry of this call records it as an assumption.
 
     Returns
     -------
@@ -508,12 +532,12 @@ def _placeholder(prepared: Any, epsilon: float) -> PrivateStatistics:
 
 
 def public_assumption(names: Sequence[str]) -> str:
-    """The ledger assumption recording which observed variables were declared public."""
-    return f"records of {', '.join(map(repr, names))} declared public by the analyst: used as they are, not privatised"
+    """The ledger assumption recording which observed variables (or data containers) were declared public."""
+    return f"data of {', '.join(map(repr, names))} declared public by the analyst: used as they are, not privatised"
 
 
 def _check_public(model: Any, public: Any) -> frozenset[str]:
-    """``public`` as a set of observed-variable names, or a ValueError naming the bad ones."""
+    """``public`` as a set of names of observed variables or data containers, or a ValueError naming the bad ones."""
     if isinstance(public, str):
         public = (public,)
     try:
@@ -521,10 +545,12 @@ def _check_public(model: Any, public: Any) -> frozenset[str]:
     except TypeError:
         raise ValueError(f"public must be a list of observed variable names, got {public!r}.") from None
     observed = {rv.name for rv in model.observed_RVs}
-    unknown = sorted(n for n in names if n not in observed)
+    containers = {v.name for v in model.data_vars}
+    unknown = sorted(n for n in names if n not in observed | containers)
     if unknown:
         raise ValueError(
-            f"public names {unknown}, which are not observed variables of the model (observed: {sorted(observed)})."
+            f"public names {unknown}, which are neither observed variables (observed: {sorted(observed)}) nor data "
+            f"containers (pm.Data: {sorted(containers)}) of the model."
         )
     return names
 

@@ -81,8 +81,26 @@ def _model_scalar(var: Any, context: tuple[list, list]) -> Any | None:
     return base
 
 
+def _scalar_op(var: Any) -> str | None:
+    owner = var.owner
+    return type(getattr(owner.op, "scalar_op", None)).__name__ if owner is not None else None
+
+
+def _columns(var: Any, records: int) -> np.ndarray | None:
+    """A data leaf, or some of its columns (``X[:, j]``, ``X[:, a:b]``): row i stays record i's."""
+    from pytensor.graph.basic import Constant
+    from pytensor.tensor.subtensor import Subtensor
+
+    var = _strip(var)
+    owner = var.owner
+    if owner is not None and isinstance(owner.op, Subtensor) and owner.op.idx_list[:1] == (slice(None),):
+        if _data(owner.inputs[0], records) is not None and all(isinstance(i, Constant) for i in owner.inputs[1:]):
+            return _data(var.eval(), records) if var.type.ndim else None
+    return _data(var, records)
+
+
 def _product(var: Any, context: tuple[list, list], records: int) -> tuple[np.ndarray, Any] | None:
-    """``(X, beta)`` for ``X @ beta`` (Dot/Matmul, possibly wrapped) or ``b * x`` (one covariate)."""
+    """``(X, beta)`` for ``X @ beta`` (Dot/Matmul, possibly wrapped), ``b * x`` (one covariate) or ``s * (X @ beta)``."""
     import pytensor.tensor as pt
 
     var = _strip(var)
@@ -93,47 +111,88 @@ def _product(var: Any, context: tuple[list, list], records: int) -> tuple[np.nda
     if kind in ("Squeeze", "DimShuffle"):
         return _product(owner.inputs[0], context, records)
     if kind in ("Dot", "Matmul") or (kind == "Blockwise" and type(owner.op.core_op).__name__ in ("Dot", "Matmul")):
-        X = _data(owner.inputs[0], records)
+        X = _columns(owner.inputs[0], records)
         beta = _undim(_strip(owner.inputs[1]))
         if X is None or beta.type.ndim != 1 or beta.type.shape[0] not in (None, X.shape[1]):
             return None
         if _model_scalar(beta[0], context) is None:
             return None
         return X, beta
-    scalar = getattr(owner.op, "scalar_op", None)
-    if type(scalar).__name__ == "Mul" and len(owner.inputs) == 2:
+    if _scalar_op(var) == "Mul" and len(owner.inputs) == 2:
         for a, b in (owner.inputs, owner.inputs[::-1]):
-            x = _data(a, records)
+            x = _columns(a, records)
             coef = _model_scalar(b, context)
             if x is not None and x.shape[1] == 1 and coef is not None:
                 return x, pt.stack([coef])
+            inner = _product(a, context, records) if coef is not None else None
+            if inner is not None:  # s * (X @ beta) = X @ (s * beta)
+                return inner[0], coef * inner[1]
     return None
 
 
-def _linear_predictor(mu: Any, context: tuple[list, list], records: int) -> tuple[np.ndarray, Any, bool] | None:
-    """``(design, coefficients, has_intercept)`` of ``mu = [intercept +] X @ beta`` (or ``a + b * x``), else None."""
+def _terms(var: Any, sign: float = 1.0) -> list[tuple[float, Any]]:
+    """The signed terms of a sum: ``a + b - c`` is ``[(1, a), (1, b), (-1, c)]``."""
+    var = _strip(var)
+    op = _scalar_op(var)
+    if op == "Add":
+        return [t for i in var.owner.inputs for t in _terms(i, sign)]
+    if op == "Sub":
+        first, second = var.owner.inputs
+        return _terms(first, sign) + _terms(second, -sign)
+    if op == "Neg":
+        return _terms(var.owner.inputs[0], -sign)
+    return [(sign, var)]
+
+
+def _describe(term: Any, records: int) -> str:
+    """What a term the recogniser cannot read looks like, in the model's own words (no data values)."""
+    from pytensor.graph.basic import ancestors
+
+    if _columns(term, records) is not None:
+        return "a per-record offset (data added without a coefficient)"
+
+    indexed = [v for v in ancestors([term]) if v.owner is not None
+               and type(v.owner.op).__name__.startswith("AdvancedSubtensor")]
+    if indexed:
+        return ("a group-indexed term such as a[idx] (varying effects make the records' gradient more than "
+                "X @ beta)")
+    name = getattr(term, "name", None)
+    return f"the term {name!r}" if name else f"a term built by {type(term.owner.op).__name__ if term.owner else 'a leaf'}"
+
+
+def _linear_predictor(mu: Any, context: tuple[list, list], records: int,
+                      why: list[str] | None = None) -> tuple[np.ndarray, Any, bool] | None:
+    """``(design, coefficients, has_intercept)`` of a sum of ``X @ beta``, ``b * x`` and scalar terms, else None.
+
+    ``mu = a + X @ beta``, ``X1 @ b1 + X2 @ b2 - a``, ``a + b1 * x1 + b2 * x2``: the design is the
+    terms' columns side by side (in the order of the sum), an intercept column of ones last when
+    scalar terms (functions of the parameters only) are present; their sum is its coefficient.
+    Where a term is none of these, its description is appended to ``why``.
+    """
     import pytensor.tensor as pt
 
-    mu = _strip(mu)
-    found = _product(mu, context, records)
-    intercept = None
-    if found is None and mu.owner is not None and type(getattr(mu.owner.op, "scalar_op", None)).__name__ == "Add":
-        if len(mu.owner.inputs) != 2:
+    designs, coefficients, intercepts = [], [], []
+    for sign, term in _terms(mu):
+        found = _product(term, context, records)
+        if found is not None:
+            designs.append(found[0])
+            coefficients.append(sign * pt.cast(found[1], "float64"))
+            continue
+        scalar = _model_scalar(term, context)
+        if scalar is None:
+            if why is not None:
+                why.append(_describe(term, records) + " is neither X @ beta, b * x nor a scalar of the parameters")
             return None
-        for a, b in (mu.owner.inputs, mu.owner.inputs[::-1]):
-            found, intercept = _product(b, context, records), _model_scalar(a, context)
-            if found is not None and intercept is not None:
-                break
-        else:
-            return None
-    if found is None:
+        intercepts.append(sign * pt.cast(scalar, "float64"))
+    if not designs:
+        if why is not None:
+            why.append("no term multiplies data with one row per record by coefficients (X @ beta or b * x)")
         return None
-    X, beta = found
-    coefficients = pt.cast(beta, "float64")
-    if intercept is not None:
+    X, beta = np.column_stack(designs), pt.concatenate(coefficients)
+    if intercepts:
         X = np.column_stack([X, np.ones(records)])
-        coefficients = pt.concatenate([coefficients, pt.cast(intercept, "float64")[None]])
-    return X, coefficients, intercept is not None
+        beta = pt.concatenate([beta, pt.add(*intercepts)[None] if len(intercepts) > 1 else intercepts[0][None]])
+    return X, beta, bool(intercepts)
 
 
 def linear_regression_of(rv: Any, records: int, blockers: list, public: list) -> LinearPredictor | None:
@@ -157,20 +216,58 @@ def linear_regression_of(rv: Any, records: int, blockers: list, public: list) ->
     return LinearPredictor(X, coefficients, _model_scalar(sigma, context), intercept, X.shape[1] - intercept)
 
 
-def logistic_regression_of(rv: Any, records: int, blockers: list, public: list) -> LinearPredictor | None:
+def _is_one(var: Any) -> bool:
+    from pytensor.graph.basic import Constant
+
+    var = _undim(_strip(var))
+    return isinstance(var, Constant) and np.all(np.asarray(var.data) == 1)
+
+
+def _logit_of(p: Any) -> Any | None:
+    """``eta`` where ``p`` is σ(eta): ``sigmoid``/``invlogit``, ``1 / (1 + exp(-eta))`` or ``exp(eta) / (1 + exp(eta))``."""
+    import pytensor.tensor as pt
+
+    p = _strip(p)
+    op = _scalar_op(p)
+    if op == "Sigmoid":
+        return p.owner.inputs[0]
+    if op != "TrueDiv":
+        return None
+    numerator, denominator = (_strip(v) for v in p.owner.inputs)
+    if _scalar_op(denominator) != "Add" or len(denominator.owner.inputs) != 2:
+        return None
+    for one, e in (denominator.owner.inputs, denominator.owner.inputs[::-1]):
+        e = _strip(e)
+        if _is_one(one) and _scalar_op(e) == "Exp":
+            if _is_one(numerator):  # 1 / (1 + exp(u)) = σ(-u)
+                return pt.neg(e.owner.inputs[0])
+            if _strip(numerator) is e or (_scalar_op(numerator) == "Exp" and numerator.owner.inputs[0] is e.owner.inputs[0]):
+                return e.owner.inputs[0]  # exp(u) / (1 + exp(u)) = σ(u)
+    return None
+
+
+def logistic_regression_of(rv: Any, records: int, blockers: list, public: list,
+                           why: list[str] | None = None) -> LinearPredictor | None:
     """The linear predictor of a Bernoulli observed variable with ``logit_p = [intercept +] X @ beta``, or None.
 
     ``pm.Bernoulli("y", logit_p=eta, ...)`` and ``pm.Bernoulli("y", p=pm.math.invlogit(eta), ...)``
-    are the same graph (``p = sigmoid(eta)``); ``eta`` is recognised as for
-    :func:`linear_regression_of`. ``sigma`` of the result is None.
+    are the same graph (``p = sigmoid(eta)``), as are ``p = 1 / (1 + exp(-eta))`` and
+    ``p = exp(eta) / (1 + exp(eta))``; ``eta`` is a sum of terms as :func:`_linear_predictor`
+    reads them. ``sigma`` of the result is None. Where it is not recognised, the reason is
+    appended to ``why``.
     """
     context = (list(blockers), list(public))
     if getattr(rv.owner.op, "name", None) != "bernoulli" or getattr(rv.owner.op, "pymc_dp_loglik_clip", None):
+        if why is not None:
+            why.append("it is not a pm.Bernoulli (without a log-likelihood clip)")
         return None
-    p = _strip(rv.owner.inputs[-1])
-    if p.owner is None or type(getattr(p.owner.op, "scalar_op", None)).__name__ != "Sigmoid":
+    eta = _logit_of(rv.owner.inputs[-1])
+    if eta is None:
+        if why is not None:
+            why.append("its probability is not the logistic function of a linear predictor (write logit_p=eta or "
+                       "p=pm.math.invlogit(eta))")
         return None
-    found = _linear_predictor(p.owner.inputs[0], context, records)
+    found = _linear_predictor(eta, context, records, why)
     if found is None:
         return None
     X, coefficients, intercept = found

@@ -40,7 +40,8 @@ class Laplace(RouteOptions):
         likelihood (N public) and plugs the statistics in elsewhere; ``True`` /
         ``False`` force one or the other.
     public
-        Observed variables whose records are public: used as they are, not
+        Observed variables whose records are public, and ``pm.Data`` containers
+        whose values are (e.g. a prior's hyperparameters): used as they are, not
         privatised, recorded as an assumption.
     """
 
@@ -83,7 +84,9 @@ class Measurements(RouteOptions):
         ``None`` for secure noise (default); a seed or Generator for seeded noise.
     public
         Other observed variables whose records are public (e.g. a public survey's
-        ``pm.Bernoulli`` on the same weights, [WM10] Fig. 3b): kept as observed data.
+        ``pm.Bernoulli`` on the same weights, [WM10] Fig. 3b; its own ``pm.Data``
+        rows come with it), and ``pm.Data`` containers whose values are public (e.g.
+        a prior's hyperparameters): kept as they are, recorded as an assumption.
     """
 
     method: ClassVar[str] = "measurements"

@@ -1,0 +1,122 @@
+"""Reading ``[intercept +] X @ beta`` off the graphs users write, for the regression routes.
+
+The recogniser must return a design and coefficients whose product *is* the model's linear
+predictor (checked numerically at random parameter values, so a sign or a column order
+mistake fails), and, where it cannot, say which part of the predictor it could not read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from pytensor.graph.replace import clone_replace
+
+from pymc_dp.accounting import PrivacyLedger
+from pymc_dp.model._graph import dim_lengths
+from pymc_dp.model.privatize_logistic import plan_logistic_privatization
+from pymc_dp.model.regression import linear_regression_of, logistic_regression_of
+
+N = 40
+RNG = np.random.default_rng(0)
+X = RNG.uniform(-1, 1, (N, 3))
+Y = RNG.binomial(1, 0.5, N)
+
+
+FORMS = {
+    "a + X @ b": lambda m: pm.Normal("a") + pt.dot(X, pm.Normal("b", shape=3)),
+    "X @ b - a": lambda m: pt.dot(X, pm.Normal("b", shape=3)) - pm.Normal("a"),
+    "a + b1 * x1 + b2 * x2": lambda m: pm.Normal("a") + pm.Normal("b1") * X[:, 0] + pm.Normal("b2") * X[:, 1],
+    "X[:, :2] @ b1 + X[:, 2:] @ b2": lambda m: pt.dot(X[:, :2], pm.Normal("b1", shape=2))
+    + pt.dot(X[:, 2:], pm.Normal("b2", shape=1)),
+    "s * (Xdata @ b), shape=Xdata.shape[1]": lambda m: pm.HalfNormal("s")
+    * pt.dot(pm.Data("Xd", X), pm.Normal("b", shape=pm.Data("Xe", X).shape[1])),
+    "-(a + X @ b) + c": lambda m: -(pm.Normal("a") + X @ pm.Normal("b", shape=3)) + pm.Normal("c"),
+    "Deterministic eta, dims": lambda m: pm.Deterministic("eta", X @ pm.Normal("b", dims="coef")),
+}
+LINKS = {
+    "logit_p": lambda eta: {"logit_p": eta},
+    "invlogit": lambda eta: {"p": pm.math.invlogit(eta)},
+    "1/(1+exp(-eta))": lambda eta: {"p": 1 / (1 + pm.math.exp(-eta))},
+    "exp/(1+exp)": lambda eta: {"p": pm.math.exp(eta) / (1 + pm.math.exp(eta))},
+}
+
+
+def _check_reproduces(model, predictor, eta):
+    """design @ coefficients equals eta at random values of the model's free variables."""
+    values = {rv: pt.constant(RNG.normal(size=rv.type.shape if None not in rv.type.shape else
+                                          tuple(rv.shape.eval()))) for rv in model.free_RVs}
+    got, want = clone_replace([pt.dot(predictor.design, predictor.coefficients), eta], values)
+    np.testing.assert_allclose(got.eval(), want.eval(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("link", LINKS)
+@pytest.mark.parametrize("form", FORMS)
+def test_logistic_predictors_are_read_exactly(form, link):
+    with pm.Model(coords={"coef": ["a", "b", "c"]}) as model:
+        eta = FORMS[form](model)
+        pm.Bernoulli("y", **LINKS[link](eta), observed=Y)
+    predictor = logistic_regression_of(model["y"], N, model.free_RVs, dim_lengths(model))
+    assert predictor is not None, (form, link)
+    _check_reproduces(model, predictor, eta)
+
+
+@pytest.mark.parametrize("form", ["a + b1 * x1 + b2 * x2", "X @ b - a", "X[:, :2] @ b1 + X[:, 2:] @ b2"])
+def test_linear_regression_reads_the_same_sums(form):
+    with pm.Model(coords={"coef": ["a", "b", "c"]}) as model:
+        mu = FORMS[form](model)
+        pm.Normal("y", mu, pm.HalfNormal("sigma"), observed=RNG.normal(size=N))
+    predictor = linear_regression_of(model["y"], N, model.free_RVs, dim_lengths(model))
+    assert predictor is not None
+    _check_reproduces(model, predictor, mu)
+
+
+def _plan(model, public=()):
+    return plan_logistic_privatization(model, 1.0, bounds={"y": {"x": (-1, 1)}}, public=public)
+
+
+@pytest.mark.parametrize("build, reason", [
+    (lambda: pm.Normal("a", shape=3)[RNG.integers(0, 3, N)] + X @ pm.Normal("b", shape=3), "group-indexed term"),
+    (lambda: RNG.normal(size=N) + X @ pm.Normal("b", shape=3), "per-record offset"),
+    (lambda: pm.math.exp(X @ pm.Normal("b", shape=3)), "neither X @ beta"),
+])
+def test_what_is_not_a_linear_predictor_is_named_in_the_refusal(build, reason):
+    with pm.Model() as model:
+        pm.Bernoulli("y", logit_p=build(), observed=Y)
+    with pytest.raises(ValueError, match=reason):
+        _plan(model)
+
+
+def test_a_probability_that_is_not_logistic_is_refused_with_the_forms_that_are():
+    with pm.Model() as model:
+        pm.Bernoulli("y", p=pm.math.invprobit(X @ pm.Normal("b", shape=3)), observed=Y)
+    with pytest.raises(ValueError, match="not the logistic function of a linear predictor"):
+        _plan(model)
+
+
+def test_data_containers_of_public_records_and_declared_public_ones_are_allowed():
+    with pm.Model() as model:
+        prior_sd = pm.Data("prior_sd", 2.0)
+        b = pm.Normal("b", 0, prior_sd, shape=3)
+        pm.Bernoulli("y", logit_p=X @ b, observed=Y)
+        pm.Bernoulli("survey", logit_p=pm.Data("X_survey", X[:10]) @ b, observed=Y[:10])
+    # The survey's rows come with the survey; the prior's container must be declared.
+    with pytest.raises(ValueError, match=r"data outside its observed variables \('prior_sd'"):
+        _plan(model, public=["survey"])
+    ledger = PrivacyLedger()
+    private = _plan(model, public=["survey", "prior_sd"]).release(ledger, rng=0)
+    assert {"prior_sd", "X_survey", "survey"} <= set(private.model.named_vars)
+    assert all(any("'prior_sd', 'survey' declared public" in a for a in e.assumptions) for e in ledger.entries)
+    with pytest.raises(ValueError, match="neither observed variables .* nor data containers"):
+        _plan(model, public=["nope"])
+
+
+def test_a_public_likelihood_reading_the_private_design_does_not_make_it_public():
+    with pm.Model() as model:
+        X_private = pm.Data("X", X)
+        b = pm.Normal("b", 0, 1, shape=3)
+        pm.Bernoulli("y", logit_p=X_private @ b, observed=Y)
+        pm.Bernoulli("survey", logit_p=X_private[:10] @ b, observed=Y[:10])  # the private rows, mislabelled
+    with pytest.raises(ValueError, match=r"data outside its observed variables \('X'"):
+        _plan(model, public=["survey"]).release(PrivacyLedger(), rng=0)
