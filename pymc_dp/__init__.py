@@ -28,6 +28,7 @@ from .mechanisms.logistic_regression import (
     output_perturbation_logistic,
 )
 from .mechanisms.second_moment import SecondMomentRelease, noisy_second_moment
+from .mechanisms.bounded_sum import BoundedSumRelease, noisy_bounded_sum
 from .model import (
     LoglikSensitivity,
     Measurement,
@@ -38,6 +39,7 @@ from .model import (
     observe_count_measurements,
     observe_measurements,
     observe_noisy_gradients,
+    observe_bounded_sum,
     pca_from_second_moment,
     observe_stats,
     privatize_model,
@@ -91,6 +93,9 @@ __all__ = [
     "loglik_sensitivity",
     "noisy_gradient_logistic",
     "noisy_second_moment",
+    "BoundedSumRelease",
+    "noisy_bounded_sum",
+    "observe_bounded_sum",
     "objective_perturbation_logistic",
     "output_perturbation_logistic",
     "observe_count_measurements",

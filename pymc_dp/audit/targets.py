@@ -608,6 +608,29 @@ def _second_moment_laplace(broken: bool, secure: bool):
     return run, 0, 1
 
 
+def _bounded_sum(broken: bool, secure: bool):
+    """:func:`pymc_dp.noisy_bounded_sum` of f(r) = (r, r) with the L1 bound B = 1, on one record, r = 1 or −1.
+
+    Both rows have L1 norm 2 and are projected onto the ball, to (½, ½) and (−½, −½): the sums differ
+    by 2 = 2B in L1, the charged sensitivity, so the true loss is ε (tight). The statistic,
+    Σᵢ clip(zᵢ, −½, ½), is the exact privacy loss of the two Laplace coordinates times their scale.
+    The twin's noise source halves the scale.
+    """
+    from ..mechanisms.bounded_sum import noisy_bounded_sum
+
+    records = {0: np.array([1.0]), 1: np.array([-1.0])}
+
+    def f(r: np.ndarray) -> np.ndarray:
+        return np.column_stack([r, r])
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        z = np.array([noisy_bounded_sum(records[s], f, bound=1.0, epsilon=1.0, ledger=PrivacyLedger(),
+                                        rng=_source(broken, secure, rng)).values for _ in range(size)])
+        return np.clip(z, -0.5, 0.5).sum(axis=1)
+
+    return run, 0, 1
+
+
 def _hellinger(mechanism: str, counts: Sequence[int], neighbour: Sequence[int], factor: float = 2.0):
     def build(broken: bool, secure: bool):
         epsilon = factor if broken else 1.0  # every scale is proportional to 1/ε
@@ -664,6 +687,7 @@ TARGETS: tuple[AuditTarget, ...] = (
     AuditTarget("noisy second moment (Gaussian, [WM10] 4.2)", 1.0, SECOND_MOMENT_DELTA, 100_000,
                 _second_moment_gaussian),
     AuditTarget("noisy second moment (Laplace, [WM10] 4.2)", 1.0, 0.0, 20_000, _second_moment_laplace),
+    AuditTarget("noisy bounded sum (your own f, L1 bound)", 1.0, 0.0, 20_000, _bounded_sum),
     AuditTarget("LSHist", 1.0, 0.0, 40_000, _hellinger("lshist", (0, 20), (1, 19)), events="exact"),
     AuditTarget("LSDim", 1.0, 0.0, 40_000, _lsdim_statistic(_hellinger("lsdim", (0, 7, 3), (1, 6, 3))),
                 events="exact"),

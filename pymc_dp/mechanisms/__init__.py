@@ -16,6 +16,7 @@ function                                releases                                
 :func:`objective_perturbation_logistic` weights minimising a noise-perturbed         ε-DP
                                         objective
 :func:`noisy_second_moment`             Σ x xᵀ of norm-bounded records + noise       (ε, δ)-DP or ε-DP
+:func:`noisy_bounded_sum`               Σ f(r) for your own f, ‖f(r)‖₁ ≤ B declared   ε-DP
 ======================================= ============================================ ========================
 
 Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
@@ -49,6 +50,7 @@ from .logistic_regression import (
     output_perturbation_logistic,
 )
 from .second_moment import SecondMomentRelease, noisy_second_moment
+from .bounded_sum import BoundedSumRelease, noisy_bounded_sum
 from .noise import NoiseSource, SecureNoise, SeededNoise, resolve_noise_source
 from .randomized_response import (
     randomized_response,
@@ -80,4 +82,6 @@ __all__ = [
     "objective_perturbation_logistic",
     "SecondMomentRelease",
     "noisy_second_moment",
+    "BoundedSumRelease",
+    "noisy_bounded_sum",
 ]

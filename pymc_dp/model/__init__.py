@@ -6,6 +6,7 @@ log-likelihood sensitivity (``truncate``, ``clip_loglik``, ``temper``,
 ``loglik_sensitivity``) for tempered posteriors.
 """
 
+from .bounded_sum_measurements import observe_bounded_sum
 from .gradient_measurements import logistic_from_gradients, observe_noisy_gradients
 from .second_moment_measurements import pca_from_second_moment
 from .measurement import Measurement, latent_sum, observe_count_measurements, observe_measurements
@@ -24,6 +25,7 @@ __all__ = [
     "latent_sum",
     "logistic_from_gradients",
     "observe_noisy_gradients",
+    "observe_bounded_sum",
     "pca_from_second_moment",
     "loglik_sensitivity",
     "observe_count_measurements",
