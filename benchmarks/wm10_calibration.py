@@ -31,6 +31,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from _runs import StoredRuns  # noqa: E402
 
 SAMPLING = dict(draws=500, tune=500, chains=1, cores=1, progressbar=False, compute_convergence_checks=False)
 PRIOR_SIGMA = 10.0
@@ -70,22 +71,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     out = HERE / "results"
     out.mkdir(exist_ok=True)
-    runs_file = out / "wm10_calibration_runs.jsonl"
-    done = {}
-    if runs_file.exists():
-        for line in runs_file.read_text().splitlines():
-            record = json.loads(line)
-            done[record.pop("key")] = record
+    runs = StoredRuns(out / "wm10_calibration_runs.jsonl")
     rows = []
     for eps in args.epsilons:
         results = []
         for seed in range(args.datasets):
             key = f"{eps:g} {seed}"
-            if key not in done:
-                done[key] = one_dataset(eps, seed)
-                with runs_file.open("a") as fh:
-                    fh.write(json.dumps({"key": key, **done[key]}) + "\n")
-            results.append(done[key])
+            results.append(runs.get(key, lambda: one_dataset(eps, seed), echo=False))  # noqa: B023
         for reading in ("inference", "plug-in"):
             hits = np.array([r[reading]["hits"] for r in results], dtype=float)
             widths = np.array([r[reading]["widths"] for r in results])

@@ -32,12 +32,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _runs import StoredRuns  # noqa: E402
 SYNTH_WEIGHTS = np.array([8.0, -6.0, 4.0, 2.0])
 
 
@@ -207,22 +210,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--table-only", action="store_true", help="only rewrite the table from the stored runs")
     args = parser.parse_args(argv)
     # Every run is appended as it finishes, so an interrupted benchmark resumes where it stopped.
-    runs_file = HERE / "results" / "wm10_logistic_runs.jsonl"
-    runs_file.parent.mkdir(exist_ok=True)
-    done = {}
-    if runs_file.exists():
-        for line in runs_file.read_text().splitlines():
-            record = json.loads(line)
-            done[record.pop("key")] = record
+    runs = StoredRuns(HERE / "results" / "wm10_logistic_runs.jsonl")
     for name in [] if args.table_only else args.datasets:
         for eps in args.epsilons:
             for seed in range(args.runs):
-                key = f"{name} {eps:g} {seed} {args.iterations}"
-                if key not in done:
-                    done[key] = one_run(name, eps, seed, args.iterations)
-                    with runs_file.open("a") as fh:
-                        fh.write(json.dumps({"key": key, **done[key]}) + "\n")
-                    print(key, done[key], flush=True)
+                runs.get(f"{name} {eps:g} {seed} {args.iterations}",
+                         lambda: one_run(name, eps, seed, args.iterations))  # noqa: B023 - called at once
+    done = runs.done
     rows = _table_rows(done, args.iterations)
     methods = ["heuristic", "inference", "predictive", "output perturbation", "objective perturbation", "non-private"]
     lines = ["| data | ε | runs | " + " | ".join(methods) + " |", "|---|---:|---:|" + "---:|" * len(methods)]

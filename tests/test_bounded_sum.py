@@ -41,9 +41,7 @@ def test_the_release_is_one_laplace_entry_at_twice_the_bound_over_epsilon():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(bound=0.0), "bound"),
     (dict(epsilon=-1.0), "epsilon"),
-    (dict(f=lambda x: x - x.mean()), "row i from record i alone"),
     (dict(f=lambda x: np.ones((3, 2))), "one row per record"),
-    (dict(f=lambda x: np.full(len(x), np.nan)), "NaN|finite"),
     (dict(f="mean"), "f must be a function"),
     (dict(ledger=PrivacyLedger(neighbouring="add_remove")), "replace-one"),
 ])
@@ -53,6 +51,18 @@ def test_bad_arguments_are_refused_before_anything_is_spent(kwargs, match):
     with pytest.raises(ValueError, match=match):
         pmdp.noisy_bounded_sum(records, args.pop("f"), **args)
     assert len(args["ledger"]) == 0
+
+
+def test_f_sees_one_record_at_a_time_and_a_non_finite_row_counts_as_zero():
+    # A batch-wide step has nothing to mix (x - mean(x) of one record is 0), and a NaN is neither
+    # refused (a refusal would say some record makes f NaN) nor summed: the sum is that of the rest.
+    records = np.r_[np.full(5, 2.0), np.full(3, 7.0)]
+    big = dict(bound=10.0, epsilon=1e6, ledger=PrivacyLedger(), rng=0)
+    assert pmdp.noisy_bounded_sum(records, lambda x: x - x.mean(), **big).values == pytest.approx([0.0], abs=1e-3)
+    nan_above_5 = pmdp.noisy_bounded_sum(records, lambda x: np.where(x > 5, np.nan, x), **{**big, "ledger": PrivacyLedger()})
+    assert nan_above_5.values == pytest.approx([10.0], abs=1e-3)
+    with pytest.raises(ValueError, match="same number of values"):
+        pmdp.noisy_bounded_sum(records, lambda x: np.ones((1, 2)) if x[0] > 5 else np.ones((1, 1)), **big)
 
 
 def test_the_budget_is_checked_before_the_noise_is_drawn():

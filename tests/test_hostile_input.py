@@ -75,3 +75,19 @@ def test_route_arguments_that_cannot_work_say_so_before_spending():
         pmdp.sample(10, method="gibbs", epsilon=1.0, acceptance="bogus", truncate={"p": (0.2, 0.8)}, model=model(),
                     ledger=ledger, **quiet)
     assert len(ledger) == 0
+
+
+def test_refusals_of_bad_records_do_not_say_how_many():
+    # A refusal is a release to whoever runs the call: "7 NaN entries" would count records for free.
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 2)), rng.binomial(1, 0.5, 50)
+    X[:7, 0] = np.nan
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(ValueError, match="NaN or infinite entries") as nan_rows:
+        pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, feature_norm=2.0, ledger=ledger)
+    outside = np.r_[np.zeros(46), np.full(4, 2.0)]
+    with pytest.raises(ValueError, match="some records are NaN or outside the support") as bad_labels:
+        pmdp.privatize(outside, "bernoulli", epsilon=1.0, ledger=ledger)
+    for err in (nan_rows, bad_labels):
+        assert not any(str(n) in str(err.value) for n in (7, 4, 46)), str(err.value)
+    assert len(ledger) == 0

@@ -65,6 +65,7 @@ def test_undeclared_bounds_are_refused_before_anything_is_spent():
         (dict(bounds=BOUNDS, features=np.zeros((10, 3))), r"\(M, 2\)"),
         (dict(bounds=BOUNDS, features=np.zeros((10, 2))), "needs at least"),
         (dict(bounds=BOUNDS, feature_share=1.0), "feature_share"),
+        (dict(bounds=BOUNDS, feature_share=0), "strictly between 0 and 1"),
         (dict(bounds=BOUNDS, iterations=0), "iterations"),
         (dict(bounds=BOUNDS, noise="laplace"), "noise"),
         (dict(bounds=BOUNDS, learning_rate=-1.0), "learning_rate"),
@@ -106,16 +107,26 @@ def test_public_covariate_rows_buy_the_gradients_with_all_of_epsilon():
 
 
 def test_a_public_survey_enters_as_observed_data_and_is_recorded_as_an_assumption():
+    # Gallery style: the survey has its own pm.Data rows; a prior's scale sits in a scalar pm.Data
+    # (declared public) and its mean in a pm.Data with the coefficients' dims (public as dims are).
     rng = np.random.default_rng(3)
     X, Xp = rng.normal(size=(300, 2)), rng.normal(size=(40, 2))
     w = np.array([1.6, -1.0])
-    with pm.Model() as model:
-        beta = pm.Normal("beta", 0, 2.5, shape=2)
-        pm.Bernoulli("y", logit_p=X @ beta, observed=rng.binomial(1, 1 / (1 + np.exp(-X @ w))))
-        pm.Bernoulli("survey", logit_p=Xp @ beta, observed=rng.binomial(1, 1 / (1 + np.exp(-Xp @ w))))
+    with pm.Model(coords={"coef": ["x1", "x2"]}) as model:
+        scale = pm.Data("prior_scale", 2.5)
+        centre = pm.Data("prior_centre", np.zeros(2), dims="coef")
+        beta = pm.Normal("beta", centre, scale, dims="coef")
+        pm.Bernoulli("y", logit_p=pm.Data("X", X) @ beta, observed=rng.binomial(1, 1 / (1 + np.exp(-X @ w))))
+        pm.Bernoulli("survey", logit_p=pm.Data("X_survey", Xp) @ beta,
+                     observed=rng.binomial(1, 1 / (1 + np.exp(-Xp @ w))))
     ledger = PrivacyLedger()
-    idata = _sample(model, ledger, method="measurements", bounds=BOUNDS, public=["survey"], noise_rng=4)
-    assert all(any("'survey' declared public" in a for a in e.assumptions) for e in ledger.entries)
+    with pytest.raises(ValueError, match=r"'prior_scale'.*declare them public=\[\.\.\.\]"):
+        _sample(model, PrivacyLedger(), method="measurements", bounds=BOUNDS, public=["survey"])
+    with pytest.raises(ValueError, match=r"cannot be declared public"):
+        _sample(model, PrivacyLedger(), method="measurements", bounds=BOUNDS, public=["survey", "prior_scale", "X"])
+    idata = _sample(model, ledger, method="measurements", bounds=BOUNDS, public=["survey", "prior_scale"], noise_rng=4)
+    assert all(any("'prior_scale', 'survey' declared public" in a for a in e.assumptions) for e in ledger.entries)
+    assert ledger.total().epsilon == pytest.approx(2.0)
     assert not set(_compat.group_names(idata)) & {"observed_data", "constant_data"}
 
 

@@ -385,6 +385,12 @@ BAD_SAMPLING = [
     (dict(nuts=5), "nuts= must be a dict"),
     (dict(target_accept=1.5), "target_accept must be a number strictly between 0 and 1"),
     (dict(nuts={"step_scale": 0}), r"nuts\['step_scale'\] must be a positive number"),
+    (dict(callback=5), "callback must be a function"),
+    (dict(compile_kwargs={"mode": "NOPE"}), r"compile_kwargs\['mode'\] is not a PyTensor mode"),
+    (dict(compile_kwargs={"bogus": 1}), "compile_kwargs must be a dict of pytensor.function keywords"),
+    (dict(init="advi", n_init=-1), "n_init must be >= 1"),
+    (dict(jitter_max_retries=-1), "jitter_max_retries must be >= 0"),
+    (dict(idata_kwargs={"dims": {"p": ["nope"]}}), "coords and dims are the model's"),
 ]
 
 
@@ -422,7 +428,7 @@ def test_target_accept_goes_through_to_the_sampler():
 
 
 def test_privatize_refuses_masked_records():
-    with pytest.raises(ValueError, match="masked array with 2 masked entries"):
+    with pytest.raises(ValueError, match="masked array with masked entries"):
         pmdp.privatize(np.ma.masked_array([0, 1, 1, 0, 1], [0, 1, 0, 0, 1]), "bernoulli", epsilon=1.0)
 
 

@@ -399,3 +399,23 @@ def test_compat_datatree_branch(tmp_path):
     path = tmp_path / "tree.nc"
     out.to_netcdf(str(path))
     assert ledger(xr.open_datatree(str(path))) == lg
+
+
+def test_the_records_dim_is_released_with_numbers_not_its_labels():
+    # Coordinate labels along the records are often identifiers ("patient_7_HIV+"): a released
+    # variable along that dim keeps its values but is labelled 0..N-1; other dims keep their labels.
+    import pymc_dp as pmdp
+
+    y = np.array([0, 1, 1, 0, 1])
+    labels = [f"patient_{i}_{'pos' if v else 'neg'}" for i, v in enumerate(y)]
+    with pm.Model(coords={"obs": labels, "coef": ["a", "b"]}) as model:
+        pm.Normal("b", dims="coef")
+        pm.Normal("u", 0, 1, dims="obs")
+        pm.Bernoulli("y", p=0.5, observed=y, dims="obs")
+        idata = pm.sample(20, tune=20, chains=1, cores=1, progressbar=False, random_seed=0,
+                          compute_convergence_checks=False)
+    released = pmdp.release(idata, ledger=pmdp.PrivacyLedger(), model=model)
+    posterior = released.posterior
+    assert list(posterior["obs"].values) == [0, 1, 2, 3, 4]
+    assert list(posterior["coef"].values) == ["a", "b"]
+    assert np.array_equal(posterior["u"].values, idata.posterior["u"].values)

@@ -274,18 +274,20 @@ def check_numeric_array(value: object, name: str = "value", *, allow_bool: bool 
     raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}. {CONVERT_EXPLICITLY}")
 
 
-def check_finite_array(value: object, name: str = "value", *, allow_bool: bool = True) -> np.ndarray:
+def check_finite_array(value: object, name: str = "value", *, allow_bool: bool = True, fix: str | None = None) -> np.ndarray:
     """Return ``value`` as a float array after checking it is numeric with no NaN or infinite entry.
 
     Non-numbers are refused as by :func:`check_numeric_array`; booleans count as 0/1
-    unless ``allow_bool`` is False.
+    unless ``allow_bool`` is False. ``fix`` replaces the refusal's advice (by default,
+    for records about to be privatised).
     """
     arr = check_numeric_array(value, name, allow_bool=allow_bool).astype(float, copy=False)
     bad = ~np.isfinite(arr)
     if bad.any():
         raise ValueError(
-            f"{name} has {int(bad.sum())} NaN or infinite entr{'y' if bad.sum() == 1 else 'ies'}; "
-            "drop or impute them before privatising (noise cannot hide a NaN)."
+            f"{name} has NaN or infinite entries; "
+            + (fix or "drop or impute them before privatising (noise cannot hide a NaN). How many is not said: a "
+               "refusal is read by whoever runs the call.")
         )
     return arr
 

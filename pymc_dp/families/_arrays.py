@@ -51,7 +51,7 @@ def as_array(data: Any, name: str = "data") -> Any:
     if np.ma.isMaskedArray(data):
         if np.ma.getmaskarray(data).any():
             raise ValueError(
-                f"{name} is a masked array with {int(np.ma.getmaskarray(data).sum())} masked entries: missing values "
+                f"{name} is a masked array with masked entries: missing values "
                 "cannot be privatised (how many are missing is itself private, and the values under the mask are "
                 "not records). Drop the incomplete records and pass complete data."
             )

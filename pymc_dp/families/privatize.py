@@ -160,7 +160,8 @@ def prepare_statistics(
     n_invalid, n_outside, exact = compute(invalid.sum(), outside.sum(), total)
     if int(n_invalid):
         raise RecordValueError(
-            f"{name}: {int(n_invalid)} record(s) are NaN or outside the support of the {fam.name} family; "
+            f"{name}: some records are NaN or outside the support of the {fam.name} family (how many is not "
+            "said: it is data); "
             "fix or drop them before privatising (nothing was spent)."
         )
     if int(n_outside):

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..accounting.validation import check_finite_array
+from ..accounting.curator import curator_report
 from .laplace import laplace_mechanism
-from .logistic_regression import REPLACE_ONLY, _positive, project_rows
+from .logistic_regression import REPLACE_ONLY, ClippedFeaturesWarning, _positive, project_rows
 from .noise import _require_ledger
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,26 +54,36 @@ class BoundedSumRelease:
 
 
 def bounded_rows(f: Callable[[np.ndarray], Any], records: Any, bound: float, what: str = "records") -> np.ndarray:
-    """``f`` applied to a batch of records, as an (n, k) array with every row projected onto ‖·‖₁ ≤ ``bound``."""
+    """``f`` of each record on its own, as an (n, k) array with every row projected onto ‖·‖₁ ≤ ``bound``.
+
+    ``f`` is called on one record at a time (a batch of one), so row i is a function of record i
+    alone by construction, whatever ``f`` does with its batch. A row that is not finite counts as
+    zero (counted for the curator only): refusing would tell the caller that some record makes f
+    NaN, for free.
+    """
     if not callable(f):
         raise ValueError(f"f must be a function from a batch of records to an (n, k) array, got {f!r}.")
     batch = np.asarray(records)
     if batch.ndim < 1 or batch.shape[0] < 1:
         raise ValueError(f"{what} must hold at least one record (one per row), got shape {batch.shape}.")
-    rows = check_finite_array(np.asarray(f(batch), dtype=float), f"f({what})")
-    if rows.ndim == 1:
-        rows = rows[:, None]
-    if rows.ndim != 2 or rows.shape[0] != batch.shape[0]:
-        raise ValueError(f"f({what}) must return one row per record, an ({batch.shape[0]}, k) array; got shape "
-                         f"{rows.shape}.")
-    # A spot check that row i is f of record i alone (a batch-wide step such as standardising
-    # would let one record move every row): the first rows again, one at a time.
-    for i in range(min(4, batch.shape[0])):
-        alone = np.asarray(f(batch[i:i + 1]), dtype=float).reshape(-1)
-        if alone.shape != rows[i].shape or not np.allclose(alone, rows[i], rtol=1e-9, atol=1e-12):
-            raise ValueError(f"f must compute row i from record i alone (f of the first {what} one at a time "
-                             "differs from f of the whole batch): compute any batch-wide step before, from public "
-                             "values. Nothing was spent.")
+    first = np.asarray(f(batch[:1]), dtype=float)
+    if first.ndim not in (1, 2) or first.shape[0] != 1:
+        raise ValueError(f"f must return one row per record: an (n, k) array (or (n,) for k = 1) for a batch of n; "
+                         f"for one record it returned shape {first.shape}.")
+    k = first.reshape(1, -1).shape[1]
+    rows = np.empty((batch.shape[0], k))
+    rows[0] = first.reshape(-1)
+    for i in range(1, batch.shape[0]):
+        row = np.asarray(f(batch[i:i + 1]), dtype=float)
+        if row.size != k:
+            raise ValueError(f"f must return the same number of values ({k}) for every record.")
+        rows[i] = row.reshape(k)
+    finite = np.isfinite(rows).all(axis=1)
+    if not finite.all():
+        rows[~finite] = 0.0
+        curator_report(f"f was NaN or infinite on {int((~finite).sum())} of the {what}; those rows count as 0 "
+                       "(the count is for the curator only: it is not released).", ClippedFeaturesWarning,
+                       stacklevel=3)
     return project_rows(rows, bound, "l1")
 
 
@@ -88,9 +98,11 @@ def noisy_bounded_sum(
     records
         The records, one per row (any trailing shape ``f`` understands).
     f
-        A function from a batch of records (the array above) to an (N, k) array (or (N,)
-        for k = 1): the per-record statistic. It must treat rows independently (row i
-        a function of record i alone), as a vectorised NumPy function does.
+        The per-record statistic: a pure function from a batch of records (rows of the
+        array above) to an (n, k) array (or (n,) for k = 1). It is called on one record at
+        a time, so row i depends on record i alone whatever f does with its batch (a
+        batch-wide step such as standardising has nothing to mix). Where f is NaN or
+        infinite, the row counts as 0 (counted, for the curator only).
     bound
         B, the declared bound on ‖f(r)‖₁ (required). Rows beyond it are projected onto
         the ball (counted, for the curator only: :func:`pymc_dp.curator_reports`).

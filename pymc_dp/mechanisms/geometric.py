@@ -44,7 +44,7 @@ def _check_integer_value(value: Any) -> np.ndarray:
     if arr.dtype.kind == "f":
         bad = ~np.isfinite(arr)
         if bad.any():
-            raise ValueError(f"value has {int(bad.sum())} NaN or infinite entries; the geometric mechanism needs integers.")
+            raise ValueError("value has NaN or infinite entries; the geometric mechanism needs integers.")
         if not np.all(arr == np.round(arr)):
             raise ValueError(
                 "value must be integers (counts) for the geometric mechanism, got non-integer floats; "

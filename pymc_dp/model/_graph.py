@@ -79,6 +79,19 @@ def dim_lengths(model: Any) -> list[Any]:
     return list(getattr(model, "dim_lengths", {}).values()) + group_level_data(model)
 
 
+#: The attribute of a privatised model copy naming the ``pm.Data`` containers the analyst declared public.
+PUBLIC_DATA = "_pymc_dp_public_data"
+#: The attribute of a privatised model copy naming the dims that ran along the original model's records.
+RECORD_DIMS = "_pymc_dp_record_dims"
+
+
+def record_dims(model: Any) -> frozenset[str]:
+    """The dims along the records: each observed variable's first dim (and those a model copy inherited)."""
+    dims_of = getattr(model, "named_vars_to_dims", {})
+    first = {(dims_of.get(rv.name) or (None,))[0] for rv in getattr(model, "observed_RVs", [])}
+    return frozenset(d for d in first if d) | frozenset(getattr(model, RECORD_DIMS, ()))
+
+
 def group_level_data(model: Any) -> list[Any]:
     """``pm.Data`` containers declared with dims, none as long as the records (see :func:`dim_lengths`)."""
     records = set()

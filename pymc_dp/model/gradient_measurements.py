@@ -215,6 +215,9 @@ def logistic_from_gradients(
         if public is not None:
             X_pub, y_pub = public
             X_pub, y_pub = check_logistic_records(X_pub, y_pub, run.feature_norm, "l1")
+            if X_pub.shape[1] != d:
+                raise ValueError(f"public=(X_pub, y_pub): X_pub must have the run's {d} feature columns, got "
+                                 f"{X_pub.shape[1]}.")
             pm.Bernoulli("public", logit_p=pm.math.dot(X_pub, w), observed=y_pub)
     return model
 

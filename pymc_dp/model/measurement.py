@@ -118,7 +118,7 @@ def _check_value(value: Any, mechanism: str) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         raise ValueError(
-            f"value has {int(bad.sum())} NaN or infinite entr{'y' if bad.sum() == 1 else 'ies'}; "
+            "value has NaN or infinite entries; "
             "a DP release is always finite: pass the released numbers as they are."
         )
     if mechanism == "geometric" and not np.all(arr == np.round(arr)):

@@ -244,7 +244,7 @@ def _box(given: Any, name: str, covariates: int, has_intercept: bool) -> tuple[n
 def _public_rows(features: Any, lower: np.ndarray, upper: np.ndarray, has_intercept: bool, d: int) -> np.ndarray:
     from ..accounting.validation import check_finite_array
 
-    rows = check_finite_array(features, "features")
+    rows = check_finite_array(features, "features", fix="public covariate rows must be finite numbers.")
     covariates = d - has_intercept
     if rows.ndim == 1 and covariates == 1:
         rows = rows[:, None]
@@ -317,10 +317,11 @@ def plan_logistic_privatization(
     if measured and features != "measured":
         raise ValueError(f"features must be 'measured' or an array of public covariate rows, got {features!r}.")
     if measured:
-        share = check_epsilon(feature_share, "feature_share")
-        if share >= 1:
-            raise ValueError(f"feature_share must lie in (0, 1), the share of epsilon spent measuring the covariates; "
-                             f"got {feature_share!r}.")
+        if (isinstance(feature_share, bool) or not isinstance(feature_share, (int, float, np.integer, np.floating))
+                or not 0 < feature_share < 1):
+            raise ValueError(f"feature_share must lie strictly between 0 and 1 (the share of epsilon spent measuring "
+                             f"the covariates, e.g. 0.2); got {feature_share!r}.")
+        share = float(feature_share)
         rows = None
     else:
         share = 0.0

@@ -28,7 +28,7 @@ from ..accounting.validation import (
 )
 from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
-from ._graph import ancestors
+from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
@@ -264,8 +264,11 @@ def rebuild_with_likelihoods(
     observed_outputs = {n.outputs[0] for n in observed_nodes}
     # Public records stay as they are; the walks for private data stop at them.
     public_outputs = [n.outputs[0] for n in all_observed if n.outputs[0].name in public]
-    # Data containers declared public (e.g. a prior's pm.Data): the walks stop at them too.
-    public_outputs += [n.outputs[0] for n in fg.apply_nodes if isinstance(n.op, ModelNamed) and n.outputs[0].name in public]
+    # Data containers declared public (e.g. a prior's pm.Data), and those of group dims (public as the dims
+    # are, see group_level_data): the walks stop at them too.
+    group_level = {v.name for v in group_level_data(model)}
+    public_outputs += [n.outputs[0] for n in fg.apply_nodes
+                       if isinstance(n.op, ModelNamed) and n.outputs[0].name in set(public) | group_level]
     # The likelihood terms of the statistics, built now (they need the observed variables'
     # parameters) and added only after the record check below, which is about the user's
     # model: the statistics themselves are private outputs, not records.
@@ -276,7 +279,15 @@ def rebuild_with_likelihoods(
         new_outputs.append(model_var("potential", loglik, f"{name}_stats"))
 
     # What the private likelihoods read (their data containers are private even if a public one reads them too).
-    read_by_private = set(ancestors([n.outputs[0] for n in observed_nodes]))
+    read_by_private = set(ancestors([n.outputs[0] for n in observed_nodes], blockers=free_outputs))
+    misdeclared = sorted(o.name for o in public_outputs if o.owner is not None and isinstance(o.owner.op, ModelNamed)
+                         and o.name in public and o in read_by_private)
+    if misdeclared:
+        raise ValueError(
+            f"public names the data container(s) {misdeclared}, which the private observed variable(s) "
+            f"{sorted(n.outputs[0].name for n in observed_nodes)} read: they hold the private records (or are computed "
+            "with them), so they cannot be declared public. Leave them out of public=; nothing was spent."
+        )
     # Deterministics of the records cannot stay: drop them and say so.
     dropped: dict[str, str] = {}
     for node in list(fg.apply_nodes):
@@ -309,7 +320,8 @@ def rebuild_with_likelihoods(
             + ", ".join(describe_leaf(v) for v in leaves)
             + "), e.g. a pm.Data container or a record-length array in a prior or a Potential; pymc_dp cannot "
             "prove such a model private. "
-            "Make those inputs public constants, or privatise them too."
+            "Make those inputs public constants, declare them public=[...] if their values are public (not computed "
+            "from the records), or privatise them too."
         )
     for out in new_outputs:
         fg.add_output(out, import_missing=True)
@@ -317,7 +329,10 @@ def rebuild_with_likelihoods(
     used_dims = {d for node in model_vars for d in model_var_parts(node).dims}
     fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
     fg._dim_lengths = {k: v for k, v in fg._dim_lengths.items() if k in used_dims}
-    return model_of_fgraph(fg, initvals), dropped
+    copy = model_of_fgraph(fg, initvals)
+    setattr(copy, PUBLIC_DATA, frozenset(public))  # what release() may treat as public sizes
+    setattr(copy, RECORD_DIMS, record_dims(model))  # whose labels release() does not copy
+    return copy, dropped
 
 
 def _private_reach(fg: Any, public_outputs: list[Any], new_outputs: list[Any], read_by_private: set) -> list[Any]:

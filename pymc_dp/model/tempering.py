@@ -103,7 +103,7 @@ def _clipped_values(model: Any, families: Mapping[str, tuple[Any, Mapping[str, A
         bad = np.asarray(family.invalid(flat))
         if bad.any():
             raise RecordValueError(
-                f"observed variable {rv.name!r}: {int(bad.sum())} record(s) lie outside the support of the "
+                f"observed variable {rv.name!r}: some records lie outside the support of the "
                 f"{family.name} likelihood (NaN, infinite, or impossible values); fix or drop them first."
             )
         if not bounds:

@@ -261,7 +261,8 @@ def _whole(value: Any, name: str, minimum: int) -> None:
 def check_sampling_arguments(draws: Any, keywords: Mapping[str, Any]) -> None:
     """Refuse, before anything is spent, sampling arguments ``pm.sample`` would fail on after the spend."""
     _whole(draws, "draws", 1)
-    for name, minimum in (("tune", 0), ("chains", 1), ("cores", 1), ("blas_cores", 1)):
+    for name, minimum in (("tune", 0), ("chains", 1), ("cores", 1), ("blas_cores", 1), ("n_init", 1),
+                          ("jitter_max_retries", 0)):
         if keywords.get(name) is not None:
             _whole(keywords[name], name, minimum)
     init = keywords.get("init")
@@ -284,6 +285,7 @@ def check_sampling_arguments(draws: Any, keywords: Mapping[str, Any]) -> None:
         )
     _check_trace_keywords(keywords)
     _check_step_settings(keywords)
+    _check_compile_keywords(keywords)
     for name in ("nuts_sampler",):
         sampler = keywords.get(name)
         if sampler not in (None, "pymc"):
@@ -320,6 +322,34 @@ def _check_trace_keywords(keywords: Mapping[str, Any]) -> None:
     if unknown:
         raise ValueError(f"idata_kwargs has keyword(s) {unknown} that pm.to_inference_data does not take (it takes "
                          f"{', '.join(known)}); nothing was spent.")
+    relabel = sorted(k for k in ("coords", "dims") if idata_kwargs.get(k) is not None)
+    if relabel:
+        raise ValueError(f"idata_kwargs {relabel} are not taken: the released trace's coords and dims are the "
+                         "model's. Declare them on the model (pm.Model(coords=...), dims=...); nothing was spent.")
+
+
+def _check_compile_keywords(keywords: Mapping[str, Any]) -> None:
+    """``callback`` and ``compile_kwargs``, which ``pm.sample`` uses only once the draws start."""
+    callback = keywords.get("callback")
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be a function callback(trace=..., draw=...), got {callback!r}; "
+                         "nothing was spent.")
+    compile_kwargs = keywords.get("compile_kwargs")
+    if compile_kwargs is None:
+        return
+    import pytensor
+
+    known = set(inspect.signature(pytensor.function).parameters) - {"inputs", "outputs"}
+    if not isinstance(compile_kwargs, Mapping) or set(compile_kwargs) - known:
+        raise ValueError(f"compile_kwargs must be a dict of pytensor.function keywords ({', '.join(sorted(known))}), "
+                         f"got {compile_kwargs!r}; nothing was spent.")
+    if compile_kwargs.get("mode") is not None:
+        from pytensor.compile.mode import get_mode
+
+        try:
+            get_mode(compile_kwargs["mode"])
+        except Exception as err:  # noqa: BLE001 - PyTensor raises several kinds for an unknown mode
+            raise ValueError(f"compile_kwargs['mode'] is not a PyTensor mode ({err}); nothing was spent.") from None
 
 
 #: The step-method settings ``pm.sample`` takes as ``<method>={...}``.
@@ -388,7 +418,8 @@ def check_initvals(model: Any, initvals: Any) -> None:
             )
         for key, value in zip(names, init.values()):
             if not isinstance(value, str):
-                arr = check_finite_array(value, f"initvals[{key!r}]", allow_bool=False)
+                arr = check_finite_array(value, f"initvals[{key!r}]", allow_bool=False,
+                                         fix="give a finite starting value (or leave it out); nothing was spent.")
                 shape = tuple(int(n) for n in free[key].shape.eval())
                 if arr.shape not in ((), shape):
                     raise ValueError(

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from .. import _compat
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..model import statistics_of
-from ..model.privatize_model import PrivatizationPlan, plan_privatization
+from ..model.privatize_model import PrivatizationPlan, _check_public, plan_privatization
 from ..trace import check_release_plan
 from .base import Ran, RoutePlan, check_initvals, check_step_model
 from .base import public_names as check_public_names  # the local name public_names is the result
@@ -87,10 +87,7 @@ def plan_laplace(
     neighbouring: str | None, pm_kwargs: Mapping[str, Any],
 ) -> LaplacePlan:
     """Validate ``pmdp.sample(method="laplace")`` completely and price it (see :func:`pymc_dp.sample`)."""
-    public_names = check_public_names(options.public)
-    unknown = sorted(set(public_names) - {rv.name for rv in model.observed_RVs})
-    if unknown:
-        raise ValueError(f"public names {unknown}, which are not observed variables of the model.")
+    public_names = _check_public(model, check_public_names(options.public))
     private_names = [rv.name for rv in model.observed_RVs if rv.name not in public_names]
     if not private_names:
         if epsilon is not None or options.bounds is not None or options.epsilon_split is not None:
@@ -112,7 +109,7 @@ def plan_laplace(
         model, epsilon, bounds=options.bounds, neighbouring=ledger.neighbouring, epsilon_split=options.epsilon_split,
         noise_aware=options.noise_aware, public=public_names,
     )
-    check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring)
+    check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring, public_names)
     check_initvals(model, pm_kwargs.get("initvals"))
     return LaplacePlan(
         ledger=ledger, entries=privatization.entries(), model=model, draws=draws, privatization=privatization,

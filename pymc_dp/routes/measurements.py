@@ -63,7 +63,7 @@ def plan_measurements(
         iterations=options.iterations, learning_rate=options.learning_rate, covariance=options.covariance,
         noise=options.noise, public=public, neighbouring=ledger.neighbouring,
     )
-    check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring)
+    check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring, public)
     check_initvals(model, pm_kwargs.get("initvals"))
     return MeasurementsPlan(
         ledger=ledger, entries=privatization.entries(), draws=draws, privatization=privatization,

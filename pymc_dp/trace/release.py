@@ -19,7 +19,7 @@ import xarray as xr
 
 from ..accounting import PrivacyLedger
 from .. import _compat
-from ..model._graph import group_level_data
+from ..model._graph import PUBLIC_DATA, group_level_data, record_dims
 from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_dp_version
 
 __all__ = [
@@ -135,7 +135,7 @@ def _record_counts(model: Any) -> set[int]:
     return counts
 
 
-def _shape_reads_data(model: Any, var: Any) -> str | None:
+def _shape_reads_data(model: Any, var: Any, public: Sequence[str] = ()) -> str | None:
     """Why ``var``'s shape is a function of data (a ``pm.Data`` container, observed values), or None."""
     from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.tensor.random.type import RandomType
@@ -145,6 +145,8 @@ def _shape_reads_data(model: Any, var: Any) -> str | None:
     # model declares, not data; a dim whose length follows a data container is not a leaf.
     declared = {v for v in getattr(model, "dim_lengths", {}).values() if getattr(v, "owner", None) is None}
     declared |= set(group_level_data(model))  # pm.Data with group dims: public, as its dims are
+    public = set(public) | set(getattr(model, PUBLIC_DATA, ()))  # containers declared public (public=)
+    declared |= {v for v in getattr(model, "data_vars", []) if v.name in public}
     for leaf in _ancestors([var.shape], blockers=[]):
         if leaf in declared:
             continue
@@ -156,7 +158,7 @@ def _shape_reads_data(model: Any, var: Any) -> str | None:
 
 
 def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapping[str, tuple[int, ...]],
-                             neighbouring: str = "replace") -> None:
+                             neighbouring: str = "replace", public: Sequence[str] = ()) -> None:
     """Refuse to release a variable that reveals a data-dependent size.
 
     The released trace may hold only variables the user declared that do not read
@@ -179,6 +181,8 @@ def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapp
         ``{name: shape without chain and draw}`` of each.
     neighbouring
         The ledger's neighbouring relation.
+    public
+        ``pm.Data`` containers the analyst declared public (``public=`` of the routes).
 
     Raises
     ------
@@ -197,7 +201,7 @@ def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapp
                 "before building the model."
             )
         var = by_name.get(name)
-        reason = _shape_reads_data(model, var) if var is not None else None
+        reason = _shape_reads_data(model, var, public) if var is not None else None
         if reason and not (neighbouring == "replace" and shape and all(n in counts for n in shape)):
             raise ValueError(
                 f"cannot release {name!r}: its shape {shape} is computed from {reason}, so it is a function of the "
@@ -211,7 +215,8 @@ def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapp
             )
 
 
-def check_release_plan(model: Any, var_names: Any = None, neighbouring: str = "replace") -> list[str]:
+def check_release_plan(model: Any, var_names: Any = None, neighbouring: str = "replace",
+                       public: Sequence[str] = ()) -> list[str]:
     """Before anything is spent: refuse a run whose trace :func:`release` would refuse.
 
     Checks ``var_names`` (each a free variable or a Deterministic that does not read
@@ -230,6 +235,8 @@ def check_release_plan(model: Any, var_names: Any = None, neighbouring: str = "r
         Deterministic that does not read the records.
     neighbouring
         The ledger's relation.
+    public
+        Names declared public (``public=``): data containers among them do not make a size private.
 
     Returns
     -------
@@ -251,7 +258,7 @@ def check_release_plan(model: Any, var_names: Any = None, neighbouring: str = "r
         variables = [model[n] for n in names]
         shapes = pytensor.function([], [v.shape for v in variables], on_unused_input="ignore")()
         sizes = {n: tuple(int(x) for x in shape) for n, shape in zip(names, shapes)}
-        check_released_variables(model, names, sizes, neighbouring)
+        check_released_variables(model, names, sizes, neighbouring, public)
     return names
 
 
@@ -296,16 +303,18 @@ def _clean_attrs(attrs: dict[str, Any], created_at: Any) -> dict[str, Any]:
     return out
 
 
-def _select(ds: xr.Dataset, names: Sequence[str], created_at: Any) -> xr.Dataset:
+def _select(ds: xr.Dataset, names: Sequence[str], created_at: Any, renumber: Sequence[str] = ()) -> xr.Dataset:
     """A new Dataset of ``names`` only, with copied values, no variable attrs, and only
-    the index coordinates of the dimensions those variables use."""
+    the index coordinates of the dimensions those variables use; those of ``renumber`` (the
+    records' dims: their labels are often identifiers, data) become 0, 1, 2, …"""
     data_vars = {}
     dims: dict[str, None] = {}
     for name in names:
         da = ds[name]
         data_vars[name] = (da.dims, np.array(da.values, copy=True))
         dims.update(dict.fromkeys(da.dims))
-    coords = {d: (d, np.array(ds[d].values, copy=True)) for d in dims if d in ds.coords}
+    coords = {d: (d, np.arange(ds.sizes[d]) if d in renumber else np.array(ds[d].values, copy=True))
+              for d in dims if d in ds.coords}
     return xr.Dataset(data_vars, coords=coords, attrs=_clean_attrs(dict(ds.attrs), created_at))
 
 
@@ -348,7 +357,9 @@ def release(
     ``acceptance_rate``, timing statistics: all are functions of the data-dependent
     density. Listing one of those in ``sample_stats`` releases it: that is the
     caller's explicit decision, and it is not covered by the ledger unless the
-    caller charged for it.
+    caller charged for it. The coordinate labels of the records' dims (each observed
+    variable's first dim, given ``model``) are not copied either: a released variable
+    along them is labelled 0, 1, 2, … (labels such as patient identifiers are data).
 
     Parameters
     ----------
@@ -432,7 +443,8 @@ def release(
         sizes = {n: tuple(posterior[n].shape[2:]) for n in names}
         check_released_variables(model, names, sizes, getattr(ledger, "neighbouring", "replace"))
     created_at = posterior.attrs.get("created_at")
-    groups: dict[str, xr.Dataset] = {"posterior": _select(posterior, names, created_at)}
+    along_records = tuple(record_dims(model)) if model is not None else ()
+    groups: dict[str, xr.Dataset] = {"posterior": _select(posterior, names, created_at, along_records)}
 
     if isinstance(sample_stats, str):
         sample_stats = [sample_stats]
@@ -448,7 +460,7 @@ def release(
         if prior is not None:
             prior_names = [n for n in names if n in prior.data_vars]
             if prior_names:
-                groups["prior"] = _select(prior, prior_names, created_at)
+                groups["prior"] = _select(prior, prior_names, created_at, along_records)
 
     # Carry over an already attached ledger (its JSON only), then rebuild the privacy
     # group and attr from it plus ``ledger``.
