@@ -47,7 +47,8 @@ SECONDARY_TESTS ?= tests/test_routes.py tests/test_trace.py tests/test_leaks.py 
 	tests/test_regression_recognition.py tests/test_ops.py tests/test_saa.py tests/test_step_contract.py \
 	tests/test_step_methods.py tests/test_records.py tests/test_ledger_integrity.py \
 	tests/test_ledger_failure.py tests/test_accounting.py tests/test_noise_sources.py \
-	tests/test_secure_default.py tests/test_warlogs_demo.py tests/test_examples.py tests/test_noise_aware_counts.py
+	tests/test_secure_default.py tests/test_warlogs_demo.py tests/test_examples.py tests/test_noise_aware_counts.py \
+	tests/test_bounded_sum.py tests/test_hostile_input.py
 test-secondary:
 	$(MAKE) test TARGET=py311 TESTS="$(SECONDARY_TESTS)"
 

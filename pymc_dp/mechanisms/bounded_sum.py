@@ -96,7 +96,9 @@ def noisy_bounded_sum(
     Parameters
     ----------
     records
-        The records, one per row (any trailing shape ``f`` understands).
+        The records, one per row (any trailing shape ``f`` understands), as a NumPy array:
+        anything else is converted with ``np.asarray`` first (a DataFrame becomes its
+        values, so write ``f`` for arrays).
     f
         The per-record statistic: a pure function from a batch of records (rows of the
         array above) to an (n, k) array (or (n,) for k = 1). It is called on one record at
