@@ -120,3 +120,16 @@ def test_a_public_likelihood_reading_the_private_design_does_not_make_it_public(
         pm.Bernoulli("survey", logit_p=X_private[:10] @ b, observed=Y[:10])  # the private rows, mislabelled
     with pytest.raises(ValueError, match=r"data outside its observed variables \('X'"):
         _plan(model, public=["survey"]).release(PrivacyLedger(), rng=0)
+
+
+def test_public_declarations_of_the_private_records_themselves_are_refused():
+    with pm.Model() as model:
+        b = pm.Normal("b", 0, 1, shape=3)
+        pm.Bernoulli("y", logit_p=X @ b, observed=Y)
+        pm.Bernoulli("survey", logit_p=X @ b, observed=Y.copy())  # the private records, relabelled
+    with pytest.raises(ValueError, match="are those of the private observed variable 'y'"):
+        _plan(model, public=["survey"])
+    with pm.Model() as alone:
+        pm.Bernoulli("y", logit_p=X @ pm.Normal("b", 0, 1, shape=3), observed=Y)
+    with pytest.raises(ValueError, match="the records' own covariates"):
+        plan_logistic_privatization(alone, 1.0, bounds={"y": {"x": (-1, 1)}}, features=X.copy())

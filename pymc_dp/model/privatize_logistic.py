@@ -325,6 +325,11 @@ def plan_logistic_privatization(
         rows = None
     else:
         share = 0.0
+        covariates = predictor.design[:, : d - predictor.has_intercept]
+        if np.shape(features) == covariates.shape and np.array_equal(np.asarray(features, dtype=float), covariates):
+            raise ValueError(f"features= are the records' own covariates of {rv.name!r}: public rows must come from "
+                             "elsewhere (a survey, a synthetic design). Leave features= out to measure them privately; "
+                             "nothing was spent.")
         rows = _public_rows(features, lower, upper, predictor.has_intercept, d)
     if covariance not in ("auto", "fixed", "exact"):
         raise ValueError(f"covariance must be 'auto', 'fixed' or 'exact', got {covariance!r}.")

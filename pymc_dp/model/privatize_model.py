@@ -567,7 +567,24 @@ def _check_public(model: Any, public: Any) -> frozenset[str]:
             f"public names {unknown}, which are neither observed variables (observed: {sorted(observed)}) nor data "
             f"containers (pm.Data: {sorted(containers)}) of the model."
         )
+    _refuse_copies(model, names)
     return names
+
+
+def _refuse_copies(model: Any, public: frozenset[str]) -> None:
+    """Refuse a public observed variable whose records are those of a private one (a mislabelled copy)."""
+    private = [rv for rv in model.observed_RVs if rv.name not in public]
+    for rv in model.observed_RVs:
+        if rv.name not in public:
+            continue
+        records = _observed_records(model, rv)
+        for other in private:
+            theirs = _observed_records(model, other)
+            if records.shape == theirs.shape and np.array_equal(records, theirs, equal_nan=True):
+                raise ValueError(
+                    f"the records of {rv.name!r}, declared public, are those of the private observed variable "
+                    f"{other.name!r}: a public variable must hold other (public) records. Nothing was spent."
+                )
 
 
 def _observed_value(value: Any) -> np.ndarray:
