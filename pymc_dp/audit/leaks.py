@@ -82,6 +82,9 @@ _HASH_BASE = 0xD6E8FEB86659FD93  # odd
 _HASH_BASE_INV = pow(_HASH_BASE, -1, 2**64)
 _BITMAP_MASK = np.uint64(2**22 - 1)
 _FLOAT_TOKEN = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
+#: A hex digest (the ledger's SHA-256 content digests): uniformly random text, whose "4e5"-like
+#: runs are not numbers; reading them as such flags a digest that happens to spell a statistic.
+_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 # --------------------------------------------------------------------------- report
@@ -586,7 +589,7 @@ def _add_string(walk: _Walk, path: str, text: str) -> None:
             try:
                 number = float(text)
             except ValueError:
-                tokens = [float(t) for t in _FLOAT_TOKEN.findall(text)]
+                tokens = [] if _HEX_DIGEST.fullmatch(text) else [float(t) for t in _FLOAT_TOKEN.findall(text)]
                 if tokens:
                     found = [("(text)", np.asarray(tokens, dtype=np.float64))]
             else:
