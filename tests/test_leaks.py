@@ -563,10 +563,10 @@ def test_folder_scan_finds_yes_no_records_laid_out_as_data_in_any_file(name, tmp
 
 
 def test_a_hex_digest_that_happens_to_spell_a_statistic_is_not_a_leak(laplace_trace, records, binary):
-    # A ledger's SHA-256 digests are random hex; a run such as "37e0" in one is not the number 37.
+    # A ledger's SHA-256 digests and entry UUIDs are random hex; a run such as "37e0" in one is not 37.
     ones = int(binary.sum())
-    digest = (f"{ones}e0" + "a" * 64)[:64]
-    spelled = _compat.with_attrs(laplace_trace, {**_compat.get_attrs(laplace_trace), "digest": digest,
-                                                 "log": f"count was {ones}e0"})
+    spelled = _compat.with_attrs(laplace_trace, {
+        **_compat.get_attrs(laplace_trace), "digest": (f"{ones}e0" + "a" * 64)[:64],
+        "id": (f"{ones}e0" + "b" * 32)[:32], "log": f"count was {ones}e0"})
     flagged = {leak.where for leak in scan_for_leaks(spelled, records).by_kind("statistic")}
-    assert "attrs/log:(text)" in flagged and not any("digest" in w for w in flagged)
+    assert "attrs/log:(text)" in flagged and not any("digest" in w or "attrs/id" in w for w in flagged)

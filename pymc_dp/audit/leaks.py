@@ -82,9 +82,10 @@ _HASH_BASE = 0xD6E8FEB86659FD93  # odd
 _HASH_BASE_INV = pow(_HASH_BASE, -1, 2**64)
 _BITMAP_MASK = np.uint64(2**22 - 1)
 _FLOAT_TOKEN = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
-#: A hex digest (the ledger's SHA-256 content digests): uniformly random text, whose "4e5"-like
-#: runs are not numbers; reading them as such flags a digest that happens to spell a statistic.
-_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
+#: Random hex identifiers — the ledger's SHA-256 content digests (64 digits) and its entries'
+#: UUIDs (32, or dashed): uniformly random text, whose "4e5"-like runs are not numbers; reading
+#: them as such flags an identifier that happens to spell a statistic.
+_HEX_DIGEST = re.compile(r"[0-9a-f]{64}|[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 # --------------------------------------------------------------------------- report
