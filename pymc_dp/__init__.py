@@ -29,12 +29,15 @@ from .mechanisms.logistic_regression import (
 )
 from .mechanisms.second_moment import SecondMomentRelease, noisy_second_moment
 from .mechanisms.bounded_sum import BoundedSumRelease, noisy_bounded_sum
+from .mechanisms.thresholdout import HoldoutAnswer, HoldoutExhaustedError, ReusableHoldout
 from .model import (
     LoglikSensitivity,
     Measurement,
     clip_loglik,
+    compare_on_holdout,
     latent_sum,
     logistic_from_gradients,
+    log_predictive_score,
     loglik_sensitivity,
     observe_count_measurements,
     observe_measurements,
@@ -96,6 +99,11 @@ __all__ = [
     "BoundedSumRelease",
     "noisy_bounded_sum",
     "observe_bounded_sum",
+    "ReusableHoldout",
+    "HoldoutAnswer",
+    "HoldoutExhaustedError",
+    "compare_on_holdout",
+    "log_predictive_score",
     "objective_perturbation_logistic",
     "output_perturbation_logistic",
     "observe_count_measurements",

@@ -631,6 +631,31 @@ def _bounded_sum(broken: bool, secure: bool):
     return run, 0, 1
 
 
+def _thresholdout(broken: bool, secure: bool):
+    """One query of :class:`pymc_dp.ReusableHoldout` on a holdout of one record, φ = 0 or 1.
+
+    With ``value_range=(0, 1)`` and n = 1 the holdout mean moves by Δ = 1, and σ = 2 makes a segment
+    cost 2Δ/σ = 1. The training estimate is 0, so the record with φ = 1 is far over the threshold
+    (T = ½) and the other is not. The statistic is the answer when it was over the threshold and
+    −100 when it was not: its upper tail is where the Laplace answer's ratio e^{Δ/σ} and the
+    comparison's add up. The twin's noise source halves all three noises (threshold, comparison, answer).
+    """
+    from ..mechanisms.thresholdout import ReusableHoldout
+
+    records = {0: np.array([0.0]), 1: np.array([1.0])}
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        out = np.empty(size)
+        for i in range(size):
+            holdout = ReusableHoldout(records[s], threshold=0.5, sigma=2.0, budget=1, ledger=PrivacyLedger(),
+                                      rng=_source(broken, secure, rng), batch=True)
+            answer = holdout.query(lambda r: r, training_value=0.0)
+            out[i] = answer.value if answer.over_threshold else -100.0
+        return out
+
+    return run, 0, 1
+
+
 def _hellinger(mechanism: str, counts: Sequence[int], neighbour: Sequence[int], factor: float = 2.0):
     def build(broken: bool, secure: bool):
         epsilon = factor if broken else 1.0  # every scale is proportional to 1/ε
@@ -688,6 +713,7 @@ TARGETS: tuple[AuditTarget, ...] = (
                 _second_moment_gaussian),
     AuditTarget("noisy second moment (Laplace, [WM10] 4.2)", 1.0, 0.0, 20_000, _second_moment_laplace),
     AuditTarget("noisy bounded sum (your own f, L1 bound)", 1.0, 0.0, 20_000, _bounded_sum),
+    AuditTarget("reusable holdout (Thresholdout, one segment)", 1.0, 0.0, 100_000, _thresholdout),
     AuditTarget("LSHist", 1.0, 0.0, 40_000, _hellinger("lshist", (0, 20), (1, 19)), events="exact"),
     AuditTarget("LSDim", 1.0, 0.0, 40_000, _lsdim_statistic(_hellinger("lsdim", (0, 7, 3), (1, 6, 3))),
                 events="exact"),

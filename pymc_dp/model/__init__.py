@@ -7,6 +7,7 @@ log-likelihood sensitivity (``truncate``, ``clip_loglik``, ``temper``,
 """
 
 from .bounded_sum_measurements import observe_bounded_sum
+from .holdout_scores import HoldoutComparison, compare_on_holdout, log_predictive_score
 from .gradient_measurements import logistic_from_gradients, observe_noisy_gradients
 from .second_moment_measurements import pca_from_second_moment
 from .measurement import Measurement, latent_sum, observe_count_measurements, observe_measurements
@@ -22,6 +23,9 @@ __all__ = [
     "PrivatisedModel",
     "SimplexFloor",
     "clip_loglik",
+    "compare_on_holdout",
+    "HoldoutComparison",
+    "log_predictive_score",
     "latent_sum",
     "logistic_from_gradients",
     "observe_noisy_gradients",
