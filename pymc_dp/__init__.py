@@ -30,6 +30,7 @@ from .mechanisms.logistic_regression import (
 from .mechanisms.second_moment import SecondMomentRelease, noisy_second_moment
 from .mechanisms.bounded_sum import BoundedSumRelease, noisy_bounded_sum
 from .mechanisms.thresholdout import HoldoutAnswer, HoldoutExhaustedError, ReusableHoldout
+from .mechanisms.mwem import Domain, MWEMResult, Workload, laplace_workload, marginal_workload, mwem, range_workload
 from .model import (
     LoglikSensitivity,
     Measurement,
@@ -43,6 +44,7 @@ from .model import (
     observe_measurements,
     observe_noisy_gradients,
     observe_bounded_sum,
+    observe_mwem,
     pca_from_second_moment,
     observe_stats,
     privatize_model,
@@ -103,6 +105,14 @@ __all__ = [
     "HoldoutAnswer",
     "HoldoutExhaustedError",
     "compare_on_holdout",
+    "Domain",
+    "Workload",
+    "MWEMResult",
+    "mwem",
+    "marginal_workload",
+    "range_workload",
+    "laplace_workload",
+    "observe_mwem",
     "log_predictive_score",
     "objective_perturbation_logistic",
     "output_perturbation_logistic",

@@ -656,6 +656,34 @@ def _thresholdout(broken: bool, secure: bool):
     return run, 0, 1
 
 
+def _mwem(broken: bool, secure: bool):
+    """One MWEM round (T = 1, ε = 1: ε/2 selecting, ε/2 measuring) over a 3-cell domain, n = 30.
+
+    The workload counts cell 0 and cell 1; the uniform start answers 10 to both. X has counts
+    (10, 18, 2), X′ moves one record from cell 1 to cell 0: (11, 17, 2). Query 0's score rises by 1 while
+    query 1's falls by 1 — the exponential mechanism's worst case, with query 0 the unlikely choice, so
+    its probability ratio nears e^{ε/2} — and query 0's count moves by 1, the Laplace measurement's
+    sensitivity. The statistic is the measured count when query 0 was chosen and −100 otherwise.
+    The twin's noise source halves the Gumbel and Laplace scales.
+    """
+    from ..mechanisms.mwem import Domain, Workload, mwem
+
+    domain = Domain.of({"cell": 3})
+    workload = Workload(domain, np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), ("cell=0", "cell=1"))
+    records = {0: np.repeat([0, 1, 2], [10, 18, 2]), 1: np.repeat([0, 1, 2], [11, 17, 2])}
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        out = np.empty(size)
+        for i in range(size):
+            result = mwem(records[s], domain=domain, workload=workload, epsilon=1.0, rounds=1, ledger=PrivacyLedger(),
+                          rng=_source(broken, secure, rng), updates=1)
+            m = result.measurements[0]
+            out[i] = m.value if m.query == 0 else -100.0
+        return out
+
+    return run, 0, 1
+
+
 def _hellinger(mechanism: str, counts: Sequence[int], neighbour: Sequence[int], factor: float = 2.0):
     def build(broken: bool, secure: bool):
         epsilon = factor if broken else 1.0  # every scale is proportional to 1/ε
@@ -714,6 +742,7 @@ TARGETS: tuple[AuditTarget, ...] = (
     AuditTarget("noisy second moment (Laplace, [WM10] 4.2)", 1.0, 0.0, 20_000, _second_moment_laplace),
     AuditTarget("noisy bounded sum (your own f, L1 bound)", 1.0, 0.0, 20_000, _bounded_sum),
     AuditTarget("reusable holdout (Thresholdout, one segment)", 1.0, 0.0, 100_000, _thresholdout),
+    AuditTarget("MWEM round (exponential selection + Laplace count)", 1.0, 0.0, 40_000, _mwem),
     AuditTarget("LSHist", 1.0, 0.0, 40_000, _hellinger("lshist", (0, 20), (1, 19)), events="exact"),
     AuditTarget("LSDim", 1.0, 0.0, 40_000, _lsdim_statistic(_hellinger("lsdim", (0, 7, 3), (1, 6, 3))),
                 events="exact"),

@@ -7,6 +7,7 @@ log-likelihood sensitivity (``truncate``, ``clip_loglik``, ``temper``,
 """
 
 from .bounded_sum_measurements import observe_bounded_sum
+from .mwem_measurements import observe_mwem
 from .holdout_scores import HoldoutComparison, compare_on_holdout, log_predictive_score
 from .gradient_measurements import logistic_from_gradients, observe_noisy_gradients
 from .second_moment_measurements import pca_from_second_moment
@@ -30,6 +31,7 @@ __all__ = [
     "logistic_from_gradients",
     "observe_noisy_gradients",
     "observe_bounded_sum",
+    "observe_mwem",
     "pca_from_second_moment",
     "loglik_sensitivity",
     "observe_count_measurements",

@@ -42,7 +42,7 @@ def _support_moments(rows: np.ndarray, logp: Any) -> tuple[Any, Any]:
 
 def observe_bounded_sum(
     name: str, release: BoundedSumRelease, f: Callable[[np.ndarray], Any], record: Any, support: Any, *,
-    noise: str = "auto", model: Any = None,
+    noise: str = "auto", model: Any = None, finite_domain: bool = False,
 ) -> Any:
     """Condition a PyMC model on a released bounded sum, the records and the noise integrated out.
 
@@ -71,6 +71,10 @@ def observe_bounded_sum(
         weights on the support (public numbers), else ``"exact"``.
     model
         The model (default: the ``with`` block's).
+    finite_domain
+        ``True`` when ``support`` is every value a record can take: the moments are then
+        exact and any number of support points will do (otherwise at least 2k are needed
+        for a quadrature).
 
     Returns
     -------
@@ -90,7 +94,7 @@ def observe_bounded_sum(
     z = np.asarray(release.values, dtype=float)
     if k != z.size:
         raise ValueError(f"f gives {k} coordinate(s) on the support but the release has {z.size}: pass the same f.")
-    if M < 2 * k:
+    if M < 2 * k and not finite_domain:
         raise ValueError(f"support has {M} point(s); the moments of {k} coordinate(s) need at least {2 * k} "
                          "(thousands are better).")
     n = release.n_records
