@@ -51,7 +51,7 @@ from .model import (
     temper,
     truncate,
 )
-from .routes import OPS, SAA, Gibbs, Laplace, Measurements, sample
+from .routes import AIS, OPS, SAA, Gibbs, Laplace, Measurements, sample
 from .step_methods import PrivateGibbs, PrivateMetropolis
 from .trace import attach_ledger, concat, ledger, plot_ledger, release
 
@@ -66,6 +66,7 @@ __all__ = [
     "Budget",
     "Gibbs",
     "SAA",
+    "AIS",
     "Laplace",
     "Measurements",
     "OPS",

@@ -32,7 +32,7 @@ def test_no_module_outside_accounting_touches_the_ledgers_private_state():
 def test_every_route_is_a_plan_executed_the_same_way():
     from pymc_dp.routes import PLANNERS
 
-    assert set(PLANNERS) == set(METHODS) == {"laplace", "measurements", "ops", "gibbs", "saa"}
+    assert set(PLANNERS) == set(METHODS) == {"laplace", "measurements", "ops", "gibbs", "saa", "ais"}
     for planner in PLANNERS.values():
         assert inspect.signature(planner).return_annotation not in (inspect.Signature.empty, None)
     plans = {cls.__name__ for cls in RoutePlan.__subclasses__()}

@@ -18,6 +18,10 @@ ran → release through the one whitelist. Routes (``method=``):
   convergence assumed.
 * ``"saa"`` (:mod:`pymc_dp.routes.saa`, options :class:`SAA`): subsample and
   aggregate — any model as written, fit per block, a private aggregate released.
+* ``"ais"`` (:mod:`pymc_dp.routes.ais`, options :class:`AIS`): private annealed
+  importance sampling — particles moved from the prior by Barker steps at rising
+  inverse temperatures, each charged, their importance weights released privately.
+  Never chosen by ``"auto"``.
 
 ``"auto"`` (the default, :mod:`pymc_dp.routes.chooser`) picks the most accurate of
 them that takes the model and its declarations.
@@ -35,18 +39,19 @@ from .laplace import LaplacePlan, plan_laplace
 from .measurements import MeasurementsPlan, plan_measurements
 from .ops import OPSPlan, OPSRun, plan_ops, plan_ops_run
 from .chooser import AUTO_ORDER, ChosenRoute, choose_route
-from .options import OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, Measurements, RouteOptions, options_for
+from .options import AIS, OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, Measurements, RouteOptions, options_for
 from .saa import SAARun, plan_saa
+from .ais import AISRun, plan_ais
 
 __all__ = [
-    "sample", "METHODS", "Laplace", "Measurements", "MeasurementsPlan", "plan_measurements", "OPS", "Gibbs", "SAA", "SAARun", "plan_saa", "RouteOptions", "RoutePlan", "Ran", "execute",
+    "sample", "METHODS", "AIS", "AISRun", "plan_ais", "Laplace", "Measurements", "MeasurementsPlan", "plan_measurements", "OPS", "Gibbs", "SAA", "SAARun", "plan_saa", "RouteOptions", "RoutePlan", "Ran", "execute",
     "OPSPlan", "plan_ops", "GibbsPlan", "plan_gibbs", "LaplacePlan", "OPSRun", "GibbsRun",
 ]
 
 #: The planner of each route, by method name.
 PLANNERS = {
     "laplace": plan_laplace, "measurements": plan_measurements, "ops": plan_ops_run, "gibbs": plan_gibbs_run,
-    "saa": plan_saa,
+    "saa": plan_saa, "ais": plan_ais,
 }
 #: The privacy routes ``sample`` implements (``"auto"`` chooses among them).
 METHODS = tuple(PLANNERS)
@@ -71,16 +76,16 @@ def sample(
         Draws per chain, passed to ``pm.sample``.
     epsilon
         The total ε of the call, on every route: the privatised statistics (laplace;
-        leave it out for a model on :func:`pymc_dp.observe_stats`), the released
-        gradients (measurements), the ``chains × samples`` draws (ops), the whole run
-        (gibbs: tight accounting at δ = 10⁻⁶ by default), the aggregate (saa).
+        leave it out for a model on :func:`pymc_dp.observe_stats`), the released gradients
+        (measurements), the ``chains × samples`` draws (ops), the whole run (gibbs, ais:
+        tight accounting at δ = 10⁻⁶ by default), the aggregate (saa).
     method
         ``"auto"`` (default): the most accurate route that takes the model and the
         declarations (:mod:`pymc_dp.routes.chooser`; tried in the order laplace,
         measurements, ops, gibbs, saa; the ledger says which ran), or one route by
-        name — ``"laplace"``, ``"measurements"``, ``"ops"``, ``"gibbs"``, ``"saa"`` —
-        or a route object (:class:`Laplace`, :class:`Measurements`, :class:`OPS`,
-        :class:`Gibbs`, :class:`SAA`) carrying its options.
+        name — ``"laplace"``, ``"measurements"``, ``"ops"``, ``"gibbs"``, ``"saa"``,
+        ``"ais"`` — or a route object (:class:`Laplace`, :class:`Measurements`,
+        :class:`OPS`, :class:`Gibbs`, :class:`SAA`, :class:`AIS`) carrying its options.
     ledger
         Ledger to charge: the cost is reserved on it before anything is drawn.
     neighbouring

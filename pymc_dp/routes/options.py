@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Mapping, Sequence
 
-__all__ = ["Laplace", "Measurements", "OPS", "Gibbs", "SAA", "RouteOptions", "ROUTE_OPTIONS", "options_for"]
+__all__ = ["Laplace", "Measurements", "OPS", "Gibbs", "SAA", "AIS", "RouteOptions", "ROUTE_OPTIONS", "options_for"]
 
 
 @dataclass(frozen=True)
@@ -199,8 +199,55 @@ class SAA(RouteOptions):
     noise_rng: Any = None
 
 
+@dataclass(frozen=True)
+class AIS(RouteOptions):
+    """``method="ais"``: private annealed importance sampling; ``draws`` is the number of particles.
+
+    Parameters
+    ----------
+    bounds, truncate, loglik_clip
+        As for :class:`Gibbs`: what makes the log-likelihood's sensitivity Δ finite.
+    temperature
+        The final temperature T ≥ 1 (β_K = 1/T), instead of ``epsilon``.
+    stages
+        Number of tempered stages (default 20), spaced geometrically in β from β_K/1000.
+    schedule
+        Instead of ``stages``: increasing fractions of β_K in (0, 1], ending at 1.
+    steps
+        Private Barker transitions per particle per stage (default 2).
+    weights
+        ``"laplace"`` (default): the normalised importance weights released with Laplace
+        noise (``sample_stats["weight"]``); ``"resample"``: ``draws`` particles resampled by
+        the exponential mechanism, equally weighted.
+    weight_share
+        With ``epsilon``: the share of it spent on the weights (default 0.25).
+    weight_epsilon
+        With ``temperature``: the ε of the weights (required for ``"laplace"``; for
+        ``"resample"`` the default is exact resampling, 2Δ/T a draw).
+    delta
+        As for :class:`Gibbs`: the total δ at which ``epsilon`` is fitted (default: the
+        ledger budget's, else 10⁻⁶ with the tightest accountant; 0: basic composition).
+    noise_rng
+        ``None`` for secure noise in the weights' release (default); a seed or Generator.
+    """
+
+    method: ClassVar[str] = "ais"
+    bounds: Mapping[str, Any] | None = None
+    truncate: Mapping[str, Any] | None = None
+    loglik_clip: Sequence[float] | None = None
+    temperature: float | None = None
+    stages: int = 20
+    schedule: Sequence[float] | None = None
+    steps: int = 2
+    weights: str = "laplace"
+    weight_share: float = 0.25
+    weight_epsilon: float | None = None
+    delta: float | None = None
+    noise_rng: Any = None
+
+
 #: The option class of each route, by method name.
-ROUTE_OPTIONS: dict[str, type[RouteOptions]] = {cls.method: cls for cls in (Laplace, Measurements, OPS, Gibbs, SAA)}
+ROUTE_OPTIONS: dict[str, type[RouteOptions]] = {cls.method: cls for cls in (Laplace, Measurements, OPS, Gibbs, SAA, AIS)}
 
 
 def _owners(key: str) -> list[str]:
@@ -221,7 +268,7 @@ def options_for(method: Any, keywords: dict[str, Any]) -> RouteOptions:
     else:
         raise ValueError(
             f"method must be one of {tuple(ROUTE_OPTIONS)} or a route object (pmdp.Laplace(), pmdp.Measurements(), "
-            f"pmdp.OPS(), pmdp.Gibbs(), pmdp.SAA()), got {method!r}."
+            f"pmdp.OPS(), pmdp.Gibbs(), pmdp.SAA(), pmdp.AIS()), got {method!r}."
         )
     own = {f.name for f in fields(options)}
     given = {k: keywords.pop(k) for k in list(keywords) if k in own}

@@ -136,24 +136,10 @@ class PrivateMetropolis(PrivateStep, BlockedStep):
             raise ValueError(f"PrivateMetropolis updates continuous variables; {discrete} are discrete (use PrivateGibbs).")
         names = [rv.name for rv in rvs]
         report = self._sensitivity(model, names, bounds, neighbouring)
-        self.temperature = resolve_temperature([report.total], temperature, epsilon_per_update)
-        s = 2.0 * report.total / self.temperature
         self.acceptance = acceptance
-        barker = acceptance == "barker"
-        self.cost = UpdateCost(
-            mechanism="private_barker" if barker else "private_metropolis",
-            epsilon=s if barker else 0.0,
-            delta=0.0 if barker else expm1_neg(s),
-            touched=", ".join(names),
-            temperature=self.temperature,
-            sensitivity={", ".join(names): report.total},
-            details={
-                "temperature": self.temperature,
-                "acceptance": acceptance,
-                "log_ratio_sensitivity": s,
-                **self._describe(report),
-            },
-        )
+        self._report = report
+        self._names = names
+        self._set_temperature(resolve_temperature([report.total], temperature, epsilon_per_update))
         depending = {c for rv in rvs for c in children(model, rv)}
         observed = [o for o in model.observed_RVs if o in depending]
         prior = model.logp(vars=[*model.free_RVs, *model.potentials], jacobian=True)
@@ -165,6 +151,50 @@ class PrivateMetropolis(PrivateStep, BlockedStep):
         self._since_tuned = 0
         self._accepted_since = 0
         self.rng = np.random.default_rng(rng)
+
+    def _set_temperature(self, temperature: float) -> None:
+        """Set T and the cost of one step at T (ε = 2Δ/T for Barker, δ = 1 − e^{−2Δ/T} for Metropolis)."""
+        report, names = self._report, self._names
+        self.temperature = float(temperature)
+        s = 2.0 * report.total / self.temperature
+        barker = self.acceptance == "barker"
+        self.cost = UpdateCost(
+            mechanism="private_barker" if barker else "private_metropolis",
+            epsilon=s if barker else 0.0,
+            delta=0.0 if barker else expm1_neg(s),
+            touched=", ".join(names),
+            temperature=self.temperature,
+            sensitivity={", ".join(names): report.total},
+            details={
+                "temperature": self.temperature,
+                "acceptance": self.acceptance,
+                "log_ratio_sensitivity": s,
+                **self._describe(report),
+            },
+        )
+
+    @property
+    def sensitivity(self) -> float:
+        """Δ of the log-likelihood terms this step reads (proven when it was built)."""
+        return float(self._report.total)
+
+    def at_temperature(self, temperature: float) -> "PrivateMetropolis":
+        """The same step (same compiled densities, proposal and generator) on the target at T ≥ 1.
+
+        For annealing: one step built once serves every temperature of a schedule, each
+        copy charging its own cost 2Δ/T.
+        """
+        import copy
+
+        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 1):
+            raise ValueError(f"temperature must be a number >= 1, got {temperature!r}.")
+        other = copy.copy(self)
+        other._set_temperature(temperature)
+        return other
+
+    def log_likelihood(self, point: dict[str, np.ndarray]) -> float:
+        """The (untempered) log-likelihood of the data this step reads, at ``point``."""
+        return float(self._densities(point)[1])
 
     def _log_target(self, point: dict[str, np.ndarray]) -> float:
         prior, loglik = self._densities(point)
