@@ -61,8 +61,19 @@ def test_f_sees_one_record_at_a_time_and_a_non_finite_row_counts_as_zero():
     assert pmdp.noisy_bounded_sum(records, lambda x: x - x.mean(), **big).values == pytest.approx([0.0], abs=1e-3)
     nan_above_5 = pmdp.noisy_bounded_sum(records, lambda x: np.where(x > 5, np.nan, x), **{**big, "ledger": PrivacyLedger()})
     assert nan_above_5.values == pytest.approx([10.0], abs=1e-3)
-    with pytest.raises(ValueError, match="same number of values"):
-        pmdp.noisy_bounded_sum(records, lambda x: np.ones((1, 2)) if x[0] > 5 else np.ones((1, 1)), **big)
+    # A record on which f gives another number of values, or raises, counts as zero too: refusing (or passing
+    # f's message on) would say something about that record for free.
+    odd = pmdp.noisy_bounded_sum(records, lambda x: np.ones((1, 2)) if x[0] > 5 else np.ones((1, 1)),
+                                 **{**big, "ledger": PrivacyLedger()})
+    assert odd.values == pytest.approx([5.0], abs=1e-3)
+
+    def raising(x):
+        if x[0] > 5:
+            raise ValueError(f"record {x[0]} is too large")
+        return x
+
+    assert pmdp.noisy_bounded_sum(records, raising, **{**big, "ledger": PrivacyLedger()}).values == pytest.approx(
+        [10.0], abs=1e-3)
 
 
 def test_the_budget_is_checked_before_the_noise_is_drawn():

@@ -235,7 +235,7 @@ def test_sample_refuses_what_it_cannot_do(records):
             pmdp.sample(**SAMPLE)
         with pytest.raises(ValueError, match="method must be one of"):
             pmdp.sample(epsilon=1.0, method="hmc", **SAMPLE)
-        with pytest.raises(ValueError, match="truncate applies to method='ops' / 'gibbs', not method='laplace'"):
+        with pytest.raises(ValueError, match="truncate applies to method='ops' / 'gibbs' / 'ais', not method='laplace'"):
             pmdp.sample(epsilon=1.0, method="laplace", truncate={"p": (0.1, 0.9)}, **SAMPLE)
     with pm.Model():
         pm.Beta("p", 1, 1)

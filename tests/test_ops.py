@@ -263,7 +263,7 @@ def test_ops_clips_records_to_the_declared_bounds_and_refuses_what_it_cannot_pro
             pmdp.sample(100, epsilon=1.0, bounds={"y": {"x": (-5, 5)}}, **OPS)
         with pytest.raises(ValueError, match="needs epsilon"):
             pmdp.sample(100, truncate={"mu": (-3, 3)}, **OPS)
-        with pytest.raises(ValueError, match="noise_rng applies to method='laplace' / 'measurements' / 'saa', not method='ops'"):
+        with pytest.raises(ValueError, match="noise_rng applies to method='laplace' / 'measurements' / 'saa' / 'ais', not method='ops'"):
             pmdp.sample(100, epsilon=1.0, noise_rng=1, **OPS)
         with pytest.raises(ValueError, match="samples=5 draws"):
             pmdp.sample(4, epsilon=1.0, truncate={"mu": (-3, 3)}, bounds={"y": {"x": (-5, 5)}}, samples=5, **OPS)

@@ -328,7 +328,7 @@ def test_gibbs_route_argument_errors():
     with beta_bernoulli():
         with pytest.raises(ValueError, match="exactly one of epsilon"):
             pmdp.sample(10, method="gibbs", truncate={"p": (A0, 1 - A0)})
-        with pytest.raises(ValueError, match="temperature applies to method='gibbs', not method='laplace'"):
+        with pytest.raises(ValueError, match="temperature applies to method='gibbs' / 'ais', not method='laplace'"):
             pmdp.sample(10, epsilon=1.0, method="laplace", temperature=2.0)
         with pytest.raises(ValueError, match="Make it finite"):
             pmdp.sample(10, method="gibbs", temperature=T)

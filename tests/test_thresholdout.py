@@ -116,10 +116,30 @@ def test_add_remove_ledgers_and_bad_queries_are_refused():
     h = _holdout(np.zeros((10, 1)), batch=True)
     with pytest.raises(ValueError, match="training_value"):
         h.query(lambda r: r[:, 0])
-    with pytest.raises(ValueError, match="one value per record"):
-        h.query(lambda r: r[:3, 0], training_value=0.0)
     with pytest.raises(ValueError, match="phi must be"):
         h.query("mean", training_value=0.0)
+    # On the analyst's own training records, a broken phi fails as usual.
+    t = _holdout(np.zeros((10, 1)), training=np.zeros((10, 1)), batch=True)
+    with pytest.raises(ValueError, match="one value per record"):
+        t.query(lambda r: r[:3, 0])
+    with pytest.raises(KeyError):
+        t.query(lambda r: {}["x"])
+
+
+def test_phi_failing_on_holdout_records_is_never_reported():
+    """Whether φ fails on the holdout, and its message, depend on the private records: such records count as the
+    lower end of the range, and no exception (which could quote a record) reaches the analyst."""
+    secret = np.array([[0.0], [1.0], [42.0]])
+
+    def phi(r):
+        if np.any(r == 42.0):
+            raise ValueError(f"bad record {r.tolist()}")
+        return r[:, 0] / 2
+
+    for batch in (True, False):
+        h = _holdout(secret, batch=batch, threshold=0.01, value_range=(0, 1))
+        a = h.query(phi, training_value=1.0)  # holdout mean (0 + 0.5 + 0) / 3: far from 1
+        assert a.over_threshold and abs(a.value - 1 / 6) < 0.2
 
 
 def test_dwork_et_al_adaptive_overfitting_is_prevented():

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["HoldoutCurves", "run_holdout_experiment", "make_data"]
+__all__ = ["HoldoutCurves", "run_holdout_experiment", "make_data", "run_study", "average_curves", "format_table", "plot_curves"]
 
 
 @dataclass
@@ -151,3 +151,67 @@ def run_holdout_experiment(
         meta={"n": n, "d": d, "signal": signal, "strength": strength, "threshold": threshold, "sigma": sigma,
               "kept_standard": int(len(plain_kept)), "kept_reusable": int(len(reusable_kept)), "seed": seed},
     )
+
+
+def average_curves(runs: Sequence[HoldoutCurves]) -> dict[str, Any]:
+    """Mean and standard error of each curve over runs sharing their k (the shortest run's k)."""
+    k = min((r.k for r in runs), key=len)
+    out: dict[str, Any] = {"k": k.tolist(), "runs": len(runs)}
+    for name in ("training", "standard", "reusable", "fresh", "standard_fresh"):
+        values = np.array([getattr(r, name)[: len(k)] for r in runs])
+        out[name] = values.mean(axis=0).tolist()
+        out[f"{name}_se"] = (values.std(axis=0) / np.sqrt(max(len(runs), 1))).tolist()
+    out["epsilon"] = float(np.mean([r.epsilon for r in runs]))
+    out["over_threshold"] = float(np.mean([r.over_threshold for r in runs]))
+    return out
+
+
+def format_table(results: dict[str, dict[str, Any]]) -> str:
+    """A Markdown table of the averaged curves, one block of rows per setting."""
+    lines = ["| setting | k | training | standard holdout | reusable holdout | fresh data | ε charged |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for setting, c in results.items():
+        for i, k in enumerate(c["k"]):
+            lines.append(f"| {setting} | {k} | {c['training'][i]:.3f} | {c['standard'][i]:.3f} | "
+                         f"{c['reusable'][i]:.3f} ± {c['reusable_se'][i]:.3f} | {c['fresh'][i]:.3f} | "
+                         f"{c['epsilon']:.0f} |")
+    return "\n".join(lines)
+
+
+def plot_curves(results: dict[str, dict[str, Any]], path: Any) -> None:
+    """Dwork et al.'s Fig. 2 layout: one panel per setting, accuracy against k."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.6), sharey=True, squeeze=False)
+    for ax, (setting, c) in zip(axes[0], results.items()):
+        k = np.asarray(c["k"])
+        for name, label, style in (("training", "training", "k:"), ("standard", "standard holdout", "r-"),
+                                   ("reusable", "reusable holdout", "b-"), ("fresh", "fresh data", "g--")):
+            ax.plot(k, c[name], style, label=label)
+        ax.axhline(0.5, color="grey", lw=0.5)
+        ax.set_title(setting)
+        ax.set_xlabel("features in the classifier")
+    axes[0][0].set_ylabel("accuracy")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run_study(n: int = 10_000, d: int = 10_000, runs: int = 10, seed: int = 0, progress: bool = True
+              ) -> dict[str, dict[str, Any]]:
+    """Both settings of Fig. 2 (no signal; 20 informative features), averaged over ``runs`` seeds."""
+    results = {}
+    for setting, signal in (("no signal", 0), ("20 informative features", 20)):
+        curves = []
+        for r in range(runs):
+            curves.append(run_holdout_experiment(n, d, signal=signal, seed=seed + r))
+            if progress:
+                print(f"\rreusable holdout, {setting}: {r + 1}/{runs} runs", end="", flush=True)
+        if progress:
+            print()
+        results[setting] = average_curves(curves)
+    return results

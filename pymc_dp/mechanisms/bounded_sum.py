@@ -66,22 +66,44 @@ def bounded_rows(f: Callable[[np.ndarray], Any], records: Any, bound: float, wha
     batch = np.asarray(records)
     if batch.ndim < 1 or batch.shape[0] < 1:
         raise ValueError(f"{what} must hold at least one record (one per row), got shape {batch.shape}.")
-    first = np.asarray(f(batch[:1]), dtype=float)
+    private = what == "records"
+
+    def call(i: int) -> np.ndarray | None:
+        # On private records a failure of f is data-dependent, and its message can quote the record: such a
+        # row counts as zero (counted for the curator only) and nothing of the failure reaches the caller.
+        try:
+            return np.asarray(f(batch[i:i + 1]), dtype=float)
+        except Exception:  # noqa: BLE001
+            if not private:
+                raise
+            return None
+
+    first, start = None, 0
+    while first is None and start < batch.shape[0]:
+        first = call(start)
+        start += 1
+    if first is None:
+        raise ValueError(f"f raised on every one of the {what} (its messages are not repeated: they can quote a "
+                         "record). Try f on made-up records first.")
     if first.ndim not in (1, 2) or first.shape[0] != 1:
         raise ValueError(f"f must return one row per record: an (n, k) array (or (n,) for k = 1) for a batch of n; "
                          f"for one record it returned shape {first.shape}.")
     k = first.reshape(1, -1).shape[1]
-    rows = np.empty((batch.shape[0], k))
-    rows[0] = first.reshape(-1)
-    for i in range(1, batch.shape[0]):
-        row = np.asarray(f(batch[i:i + 1]), dtype=float)
+    rows = np.full((batch.shape[0], k), np.nan)
+    rows[start - 1] = first.reshape(-1)
+    for i in range(start, batch.shape[0]):
+        row = call(i)
+        if row is None:
+            continue
         if row.size != k:
+            if private:
+                continue
             raise ValueError(f"f must return the same number of values ({k}) for every record.")
         rows[i] = row.reshape(k)
     finite = np.isfinite(rows).all(axis=1)
     if not finite.all():
         rows[~finite] = 0.0
-        curator_report(f"f was NaN or infinite on {int((~finite).sum())} of the {what}; those rows count as 0 "
+        curator_report(f"f failed or was NaN or infinite on {int((~finite).sum())} of the {what}; those rows count as 0 "
                        "(the count is for the curator only: it is not released).", ClippedFeaturesWarning,
                        stacklevel=3)
     return project_rows(rows, bound, "l1")

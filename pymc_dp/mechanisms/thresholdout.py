@@ -193,28 +193,49 @@ class ReusableHoldout:
     # ------------------------------------------------------------------ queries
 
     def _values(self, phi: Callable[[np.ndarray], Any], records: np.ndarray, what: str) -> np.ndarray:
-        """φ of every record, clipped into the value range (non-finite values count as the lower end)."""
+        """φ of every record, clipped into the value range (non-finite values count as the lower end).
+
+        On the training records (the analyst's own) φ's errors propagate as they are. On the holdout
+        they never do: whether φ fails, and what its message says, depend on the private records, so
+        a record on which φ raises, or gives no single number, counts as the lower end of the range
+        (counted for the curator only). Run φ on training records first to debug it.
+        """
         if not callable(phi):
             raise ValueError(f"phi must be a function of a batch of records returning one value per record, got {phi!r}.")
+        private = what == "holdout"
         n = records.shape[0]
+        values = None
         if self.batch:
-            values = np.asarray(phi(records), dtype=float).reshape(-1)
-            if values.size != n:
-                raise ValueError(f"phi returned {values.size} value(s) for a batch of {n} records: it must return "
-                                 "one value per record.")
-        else:
-            values = np.empty(n)
+            try:
+                values = np.asarray(phi(records), dtype=float).reshape(-1)
+            except Exception:  # noqa: BLE001 - on private records, a failure is itself data-dependent
+                if not private:
+                    raise
+            if values is not None and values.size != n:
+                if not private:
+                    raise ValueError(f"phi returned {values.size} value(s) for a batch of {n} records: it must return "
+                                     "one value per record.")
+                values = None
+        if values is None:  # one record at a time (also when a batch call failed on the holdout)
+            values = np.full(n, np.nan)
             for i in range(n):
-                one = np.asarray(phi(records[i:i + 1]), dtype=float).reshape(-1)
+                try:
+                    one = np.asarray(phi(records[i:i + 1]), dtype=float).reshape(-1)
+                except Exception:  # noqa: BLE001
+                    if not private:
+                        raise
+                    continue
                 if one.size != 1:
-                    raise ValueError(f"phi must return one value per record; for one record it returned {one.size}.")
+                    if not private:
+                        raise ValueError(f"phi must return one value per record; for one record it returned {one.size}.")
+                    continue
                 values[i] = one[0]
         lo, hi = self.value_range
         bad = ~np.isfinite(values)
         outside = (values < lo) | (values > hi)
         if bad.any() or outside.any():
-            curator_report(f"phi was outside value_range on {int(outside.sum())} and not finite on {int(bad.sum())} "
-                           f"of the {what} records; clipped (non-finite to the lower end). Not released.",
+            curator_report(f"phi was outside value_range on {int(outside.sum())} and failed or was not finite on "
+                           f"{int(bad.sum())} of the {what} records; clipped (failures to the lower end). Not released.",
                            ClippedFeaturesWarning, stacklevel=4)
         values[bad] = lo
         return np.clip(values, lo, hi)
