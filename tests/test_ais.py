@@ -133,13 +133,17 @@ def test_the_budget_is_checked_before_anything_runs():
     ({"schedule": [0.5, 0.2, 1.0]}, "schedule"),
     ({"steps": 0}, "steps"),
     ({"var_names": "p"}, "not a string"),
+    ({"weight_epsilon": 0.5}, "weight_share"),
+    ({"schedule": [0.5, 1.0], "stages": 3}, "not both"),
+    ({"epsilon": 1e-300, "delta": 0}, "stay at the prior"),
     ({"var_names": ["q"]}, "cannot release 'q'|not free variables"),
 ])
 def test_bad_requests_are_refused_before_any_spend(kw, match):
     model, _ = _bernoulli(30)
     ledger = pmdp.PrivacyLedger()
+    kw = {"epsilon": 1.0, **kw}
     with pytest.raises(ValueError, match=match):
-        pmdp.sample(10, method="ais", epsilon=1.0, truncate={"p": (A0, 1 - A0)}, ledger=ledger, model=model, **kw)
+        pmdp.sample(10, method="ais", truncate={"p": (A0, 1 - A0)}, ledger=ledger, model=model, **kw)
     assert len(ledger) == 0
 
 
@@ -160,6 +164,22 @@ def test_models_ais_cannot_take_are_refused_with_the_reason():
         pm.Bernoulli("y", p=q, observed=np.ones(5))
     with pytest.raises(ValueError, match="Potential"):
         pmdp.sample(10, method="ais", epsilon=1.0, model=potential)
+
+
+def test_an_advanced_composition_budget_is_fitted_or_refused_by_name():
+    """Heterogeneous advanced composition charges every round at the largest ε (here the weights' release), so it
+    can total more than basic whatever β_K: β_K is lowered while that helps, and otherwise the refusal names the
+    accountant, before anything is spent."""
+    model, _ = _bernoulli(30)
+    ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=50.0, delta=1e-5, method="advanced"))
+    with pytest.raises(ValueError, match="'advanced' composition"):
+        pmdp.sample(10, method="ais", epsilon=50.0, truncate={"p": (A0, 1 - A0)}, ledger=ledger, stages=2, steps=1,
+                    model=model, random_seed=1, **QUIET)
+    assert len(ledger) == 0
+    fits = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=50.0, delta=1e-5, method="advanced"))
+    pmdp.sample(10, method="ais", epsilon=50.0, truncate={"p": (A0, 1 - A0)}, ledger=fits, stages=2, steps=1,
+                weights="resample", model=model, random_seed=1, **QUIET)
+    assert 0 < fits.total("advanced", delta=1e-5).epsilon <= 50.0 + 1e-9
 
 
 def test_auto_never_chooses_ais_and_helpers_are_sane():

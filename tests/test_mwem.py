@@ -103,6 +103,24 @@ def test_bad_arguments_are_refused(kw, match):
         pmdp.mwem(_records(50), **args)
 
 
+def test_dataframe_columns_are_read_by_name_and_non_levels_refused():
+    import pandas as pd
+
+    recs = _records(200)
+    dom = pmdp.Domain.of(DOMAIN)
+    frame = pd.DataFrame(recs, columns=["a", "b", "c"])[["c", "a", "b"]]  # another column order
+    assert np.array_equal(dom.histogram(frame), dom.histogram(recs))
+    with pytest.raises(ValueError, match=r"lack the domain's attribute\(s\) \['b'\]"):
+        dom.histogram(frame.drop(columns="b"))
+    for bad in (recs.astype(float) + 0.5, np.where(recs == 0, np.nan, recs), recs.astype(str)):
+        with pytest.raises(ValueError, match="integer levels"):
+            dom.histogram(bad)
+    result = pmdp.mwem(frame, domain=DOMAIN, workload=pmdp.marginal_workload(DOMAIN, 1), epsilon=1.0, rounds=2,
+                       ledger=pmdp.PrivacyLedger(), rng=0)
+    assert "2 measurements" in repr(result) and len(repr(result)) < 200
+    assert len(repr(result.workload)) < 200
+
+
 def test_records_outside_the_domain_are_clipped_not_refused():
     recs = _records(100)
     recs[0] = [5, -1, 9]

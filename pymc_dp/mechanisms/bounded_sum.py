@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..accounting.curator import curator_report
+from ._quiet import quietly
 from .laplace import laplace_mechanism
 from .logistic_regression import REPLACE_ONLY, ClippedFeaturesWarning, _positive, project_rows
 from .noise import _require_ledger
@@ -70,13 +71,15 @@ def bounded_rows(f: Callable[[np.ndarray], Any], records: Any, bound: float, wha
 
     def call(i: int) -> np.ndarray | None:
         # On private records a failure of f is data-dependent, and its message can quote the record: such a
-        # row counts as zero (counted for the curator only) and nothing of the failure reaches the caller.
-        try:
+        # row counts as zero (counted for the curator only) and nothing of the failure reaches the caller,
+        # nor anything f warns or prints on the way (quietly).
+        if not private:
             return np.asarray(f(batch[i:i + 1]), dtype=float)
-        except Exception:  # noqa: BLE001
-            if not private:
-                raise
-            return None
+        with quietly():
+            try:
+                return np.asarray(f(batch[i:i + 1]), dtype=float)
+            except Exception:  # noqa: BLE001
+                return None
 
     first, start = None, 0
     while first is None and start < batch.shape[0]:

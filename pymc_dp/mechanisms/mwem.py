@@ -104,7 +104,20 @@ class Domain:
         return np.stack(np.unravel_index(np.arange(self.size), self.sizes), axis=1)
 
     def cells(self, records: Any) -> np.ndarray:
-        """Each record's cell index; levels outside 0 … size − 1 are clipped (counted for the curator only)."""
+        """Each record's cell index.
+
+        ``records`` is an (n, d) array of integer levels, or a DataFrame whose columns are
+        selected by the domain's attribute names. Levels outside 0 … size − 1 are clipped
+        (counted for the curator only); text, NaN, infinite or fractional levels are refused
+        (encode them first), before anything is spent.
+        """
+        columns = getattr(records, "columns", None)
+        if columns is not None:
+            missing = [a for a in self.names if a not in list(columns)]
+            if missing:
+                raise ValueError(f"the records (a DataFrame) lack the domain's attribute(s) {missing}; its columns "
+                                 f"are {list(columns)}. Name the domain's attributes after the columns.")
+            records = records[list(self.names)]
         arr = np.asarray(records)
         if arr.ndim == 1 and len(self.sizes) == 1:
             arr = arr[:, None]
@@ -113,18 +126,18 @@ class Domain:
                              f"{self.names}; got shape {arr.shape}.")
         if arr.shape[0] < 1:
             raise ValueError("records must hold at least one record.")
-        try:
-            values = arr.astype(float)
-        except (TypeError, ValueError):
-            raise ValueError("records must hold integer levels (0 … size − 1 per attribute); encode categories first "
-                             "(e.g. pandas.Categorical(...).codes).") from None
-        bad = ~np.isfinite(values) | (values != np.round(values))
-        values[bad] = 0.0
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(f"records must hold integer levels (0 … size − 1 per attribute), got dtype {arr.dtype}; "
+                             "encode categories first (e.g. pandas.Categorical(...).codes). Nothing was spent.")
+        values = arr.astype(float)
+        if not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
+            raise ValueError("records must hold integer levels: NaN, infinite or fractional values are not levels. "
+                             "Drop or encode them first (e.g. np.digitize for a numeric attribute). Nothing was spent.")
         high = np.asarray(self.sizes) - 1
         outside = (values < 0) | (values > high)
-        if bad.any() or outside.any():
-            curator_report(f"{int((bad | outside).any(axis=1).sum())} record(s) had a level outside the domain or not "
-                           "an integer; clipped into it (not released).", ClippedFeaturesWarning, stacklevel=3)
+        if outside.any():
+            curator_report(f"{int(outside.any(axis=1).sum())} record(s) had a level outside the domain; clipped "
+                           "into it (not released).", ClippedFeaturesWarning, stacklevel=3)
         levels = np.clip(values, 0, high).astype(np.int64)
         return np.ravel_multi_index(tuple(levels.T), self.sizes)
 
@@ -166,6 +179,9 @@ class Workload:
 
     def __len__(self) -> int:
         return int(self.queries.shape[0])
+
+    def __repr__(self) -> str:
+        return f"Workload({len(self)} queries over {self.domain.size} cells, e.g. {self.labels[0]!r})"
 
     def __add__(self, other: "Workload") -> "Workload":
         if not isinstance(other, Workload) or other.domain != self.domain:
@@ -249,6 +265,11 @@ class MWEMResult:
     def domain(self) -> Domain:
         return self.workload.domain
 
+    def __repr__(self) -> str:
+        eps = sum(e.epsilon * e.count for e in self.entries)
+        return (f"MWEMResult({len(self.measurements)} measurements, n = {self.n_records}, {self.domain.size} cells, "
+                f"workload of {len(self.workload)} queries, ε = {eps:.6g})")
+
     @property
     def histogram(self) -> np.ndarray:
         """The synthetic counts, ``n × distribution``."""
@@ -293,8 +314,9 @@ def mwem(
     Parameters
     ----------
     records
-        (n, d) integer levels, one column per attribute of ``domain`` (a DataFrame becomes
-        its values). Levels outside the domain are clipped (counted for the curator only).
+        (n, d) integer levels, one column per attribute of ``domain``, or a DataFrame (its
+        columns selected by the attribute names). Levels outside the domain are clipped
+        (counted for the curator only); text, NaN, infinite or fractional levels are refused.
     domain
         ``{attribute: number of levels}`` or a :class:`Domain`.
     workload

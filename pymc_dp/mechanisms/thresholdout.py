@@ -25,6 +25,7 @@ holdout: the ledger then never lags what was released, and the budget is checked
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -33,6 +34,7 @@ import numpy as np
 
 from ..accounting.curator import curator_report
 from ..accounting.validation import check_finite_array
+from ._quiet import quietly
 from .logistic_regression import REPLACE_ONLY, ClippedFeaturesWarning, _positive
 from .noise import _require_ledger, resolve_noise_source
 
@@ -176,6 +178,11 @@ class ReusableHoldout:
         return self._over
 
     @property
+    def training(self) -> np.ndarray | None:
+        """The analyst's training records given as ``training=`` (not private here), or ``None``."""
+        return self._training
+
+    @property
     def remaining(self) -> int:
         """Over-threshold answers left in the budget B."""
         return self.budget - self._over
@@ -196,13 +203,29 @@ class ReusableHoldout:
         """φ of every record, clipped into the value range (non-finite values count as the lower end).
 
         On the training records (the analyst's own) φ's errors propagate as they are. On the holdout
-        they never do: whether φ fails, and what its message says, depend on the private records, so
-        a record on which φ raises, or gives no single number, counts as the lower end of the range
-        (counted for the curator only). Run φ on training records first to debug it.
+        nothing of φ's run does: whether φ fails, its messages, its warnings and anything it prints
+        depend on the private records, so φ runs there silenced (:func:`~pymc_dp.mechanisms._quiet.quietly`)
+        and a record on which φ raises, is NaN or gives no single number counts as the lower end of
+        the range (counted for the curator only); ±inf are clipped to the ends. Run φ on training
+        records first to debug it.
         """
         if not callable(phi):
             raise ValueError(f"phi must be a function of a batch of records returning one value per record, got {phi!r}.")
         private = what == "holdout"
+        with quietly() if private else contextlib.nullcontext():
+            values = self._evaluate(phi, records, private)
+        lo, hi = self.value_range
+        bad = np.isnan(values)
+        outside = (values < lo) | (values > hi)
+        if bad.any() or outside.any():
+            curator_report(f"phi was outside value_range on {int(outside.sum())} and failed or was NaN on "
+                           f"{int(bad.sum())} of the {what} records; clipped (failures to the lower end). Not released.",
+                           ClippedFeaturesWarning, stacklevel=4)
+        values[bad] = lo
+        return np.clip(values, lo, hi)
+
+    def _evaluate(self, phi: Callable[[np.ndarray], Any], records: np.ndarray, private: bool) -> np.ndarray:
+        """φ of every record (NaN where it failed on a private record)."""
         n = records.shape[0]
         values = None
         if self.batch:
@@ -230,15 +253,7 @@ class ReusableHoldout:
                         raise ValueError(f"phi must return one value per record; for one record it returned {one.size}.")
                     continue
                 values[i] = one[0]
-        lo, hi = self.value_range
-        bad = ~np.isfinite(values)
-        outside = (values < lo) | (values > hi)
-        if bad.any() or outside.any():
-            curator_report(f"phi was outside value_range on {int(outside.sum())} and failed or was not finite on "
-                           f"{int(bad.sum())} of the {what} records; clipped (failures to the lower end). Not released.",
-                           ClippedFeaturesWarning, stacklevel=4)
-        values[bad] = lo
-        return np.clip(values, lo, hi)
+        return values
 
     def _open_segment(self) -> None:
         """Charge a new segment (budget checked first), then draw its noisy threshold."""
@@ -295,9 +310,9 @@ class ReusableHoldout:
                 raise ValueError("this holdout computes the training estimate from its training= records; leave "
                                  "training_value out.")
             a = float(check_finite_array(training_value, "training_value", fix="a finite number"))
-        values = self._values(phi, self._holdout, "holdout")
         if self._noisy_threshold is None:
-            self._open_segment()
+            self._open_segment()  # charged (budget checked) before φ touches the holdout
+        values = self._values(phi, self._holdout, "holdout")
         self._queries += 1
         h = float(np.mean(values))
         eta = float(self._source.laplace(4.0 * self.sigma, 1)[0])

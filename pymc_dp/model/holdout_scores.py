@@ -28,6 +28,13 @@ from ..mechanisms.thresholdout import HoldoutAnswer, ReusableHoldout
 __all__ = ["log_predictive_score", "compare_on_holdout", "HoldoutComparison"]
 
 
+def _length(var: Any) -> int:
+    """The leading length of a data container or constant (0 for a scalar)."""
+    value = var.get_value() if hasattr(var, "get_value") else getattr(var, "data", None)
+    value = np.asarray(value) if value is not None else np.zeros(0)
+    return int(value.shape[0]) if value.ndim else 0
+
+
 def _posterior_draws(idata: Any, names: list[str]) -> dict[str, np.ndarray]:
     from .. import _compat
 
@@ -70,6 +77,7 @@ def log_predictive_score(
     callable
         ``score(records) -> (n,)`` log predictive densities, one per record.
     """
+    import pymc as pm
     import pytensor
     import pytensor.tensor as pt
     from pymc.model.transform.conditioning import remove_value_transforms
@@ -93,36 +101,44 @@ def log_predictive_score(
     plain = remove_value_transforms(model)
     obs = plain[observed]
     free = [plain.rvs_to_values[v] for v in plain.free_RVs]
-    logp = plain.logp(vars=[obs], sum=False, jacobian=False)[0]
-    replaced, inputs = {}, []
-    data_names = {v.name for v in plain.data_vars}
-    for name in sorted(data_names | {observed}):
-        target = plain.rvs_to_values[obs] if name == observed else plain[name]
-        new = pt.tensor(name=f"holdout_{name}", shape=(None,) * target.type.ndim, dtype=target.type.dtype)
-        replaced[target] = new
-        inputs.append(name)
+    obs_value = plain.rvs_to_values[obs]
+    # The observed container (observed=pm.Data(...)), if any, is the observed values: one input, either name.
+    alias = getattr(obs_value, "name", None) if getattr(obs_value, "name", None) in {v.name for v in plain.data_vars} \
+        else None
+    new_obs = pt.tensor(name=f"holdout_{observed}", shape=(None,) * obs.type.ndim, dtype=obs.type.dtype)
+    logp = plain.replace_rvs_by_values([pm.logp(obs, new_obs)])[0]
+    replaced = {}
+    data_names = sorted(v.name for v in plain.data_vars if v.name != alias)
+    for name in data_names:
+        target = plain[name]
+        replaced[target] = pt.tensor(name=f"holdout_{name}", shape=(None,) * target.type.ndim, dtype=target.type.dtype)
     graph = clone_replace(logp, replaced)
-    fn = pytensor.function([*free, *(replaced[t] for t in replaced)], graph, on_unused_input="ignore")
+    fn = pytensor.function([*free, new_obs, *replaced.values()], graph, on_unused_input="ignore")
+    records_in_fit = _length(obs_value)
+    per_record = [n for n in data_names if _length(plain[n]) == records_in_fit and records_in_fit > 1]
     draws = _posterior_draws(idata, [v.name for v in plain.free_RVs])
     total = next(iter(draws.values())).shape[0] if draws else 1
     keep = np.unique(np.linspace(0, total - 1, min(total, int(max_draws))).astype(int))
-    defaults = {n: (plain.rvs_to_values[obs] if n == observed else plain[n]) for n in inputs}
+    inputs = [observed, *data_names]
 
     def score(records: np.ndarray) -> np.ndarray:
         given = dict(data(records))
+        if alias is not None and alias in given:
+            given[observed] = given.pop(alias)
         unknown = sorted(set(given) - set(inputs))
         if unknown:
             raise ValueError(f"data returned {unknown}, which are neither pm.Data containers nor {observed!r}.")
         if observed not in given:
             raise ValueError(f"data must return the observed values {observed!r} of the records.")
-        values = []
-        for n in inputs:
-            if n in given:
-                values.append(np.asarray(given[n], dtype=defaults[n].type.dtype))
-            else:
-                values.append(np.asarray(defaults[n].get_value() if hasattr(defaults[n], "get_value")
-                                         else defaults[n].data, dtype=defaults[n].type.dtype))
-        n_rec = np.asarray(given[observed]).shape[0]
+        forgotten = [n for n in per_record if n not in given]
+        if forgotten:
+            raise ValueError(f"data must also return {forgotten}: pm.Data with one row per record (otherwise a "
+                             "held-out record would be scored with a training record's values).")
+        values = [np.asarray(given[observed], dtype=obs.type.dtype)]
+        for n in data_names:
+            value = given[n] if n in given else plain[n].get_value()
+            values.append(np.asarray(value, dtype=plain[n].type.dtype))
+        n_rec = values[0].shape[0]
         rows = np.empty((keep.size, n_rec))
         for k, s in enumerate(keep):
             rows[k] = np.asarray(fn(*(draws[v.name][s] for v in plain.free_RVs), *values), dtype=float).reshape(n_rec)
@@ -183,11 +199,39 @@ def compare_on_holdout(
     if not holdout.batch:
         raise ValueError("compare_on_holdout scores all held-out records at once: build the holdout with batch=True "
                          "(its ledger entries then record that a model's score of a record reads that record alone).")
-    if getattr(holdout, "_training", None) is None:
+    if holdout.training is None:
         raise ValueError("compare_on_holdout needs the holdout built with training= records (each model's training "
                          "score is computed on them).")
     if not models:
         raise ValueError("models must name at least one (model, idata) pair.")
     scores = {name: log_predictive_score(m, idata, data, observed=observed, max_draws=max_draws)
               for name, (m, idata) in models.items()}
+    # Before anything is spent: every score must work on a batch of another size than the fit's (the analyst's
+    # own training records, one of them), or it would fail on every held-out record, silently (failures on
+    # private records count as the lower end and are never reported).
+    probe = holdout.training[:1]
+    for name, score in scores.items():
+        try:
+            one = np.asarray(score(probe))
+        except ValueError:
+            raise
+        except Exception as err:  # noqa: BLE001 - PyTensor's shape errors, on public records
+            raise ValueError(
+                f"model {name!r} cannot score a batch of records of another size than it was fitted to "
+                f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}). Write its observed "
+                "variable with a length that follows the data, e.g. shape=x.shape[0] or observed=pm.Data(...), and "
+                "put every per-record input in pm.Data. Nothing was spent."
+            ) from None
+        if one.shape != (1,):
+            raise ValueError(f"model {name!r} gave {one.shape} scores for one record; it must give one per record.")
+    if holdout.remaining < len(models):
+        raise ValueError(f"the holdout has {holdout.remaining} over-threshold answer(s) left and {len(models)} models "
+                         "may each need one; compare fewer models or use a fresh holdout. Nothing was spent.")
+    from ..accounting.entry import LedgerEntry
+    from ..mechanisms.thresholdout import SEGMENT_MECHANISM
+
+    worst = [LedgerEntry(SEGMENT_MECHANISM, holdout.epsilon_per_segment, count=len(models),
+                         neighbouring=holdout.ledger.neighbouring)]
+    with holdout.ledger.reserve(worst, what=f"comparing {len(models)} models on the reusable holdout"):
+        pass  # the worst case (a new segment per model) fits the budget: the answers below will not be cut short
     return HoldoutComparison({name: holdout.query(score) for name, score in scores.items()})

@@ -114,13 +114,18 @@ def sample(
 
     What each route releases and charges, also on failure: the threat-model page.
     """
-    import pymc as pm
-
-    return execute(_plan(pm.modelcontext(model), draws, epsilon, method, ledger, neighbouring, keywords))
+    return execute(_plan(model, draws, epsilon, method, ledger, neighbouring, keywords))
 
 
 def _plan(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighbouring: Any, keywords: dict) -> RoutePlan:
     """The validated, priced plan of a ``sample`` call (nothing spent)."""
+    import pymc as pm
+
+    try:
+        model = pm.modelcontext(model)
+    except TypeError:
+        raise ValueError("pmdp.sample needs a model: call it inside `with model:` or pass model=. Nothing was "
+                         "spent.") from None
     if isinstance(method, str) and method == "auto":
         route_options = {k: keywords.pop(k) for k in list(keywords) if k in _ALL_OPTIONS}
         check_request(model, draws, keywords)

@@ -64,6 +64,10 @@ ANNEALED = (
     "annealed importance sampling: each transition is a Barker step at its stage's temperature, charged whatever "
     "state it started from (valid without convergence); the importance weights are released by their own entry"
 )
+#: Stages of the default geometric schedule.
+DEFAULT_STAGES = 20
+#: The hottest stage's inverse temperature below which a run is refused (it would be the prior, at a cost).
+MIN_BETA = 1e-12
 #: ``pm.sample`` keywords the AIS route reads; it runs no ``pm.sample``, so every other one is refused.
 _OWN_KEYWORDS = {"random_seed", "progressbar"}
 
@@ -84,7 +88,7 @@ def weight_sensitivity(delta_loglik: float, beta: float) -> float:
 
 def _check_schedule(options: AIS) -> np.ndarray:
     if options.schedule is None:
-        return annealing_schedule(options.stages)
+        return annealing_schedule(DEFAULT_STAGES if options.stages is None else options.stages)
     s = np.asarray(options.schedule, dtype=float).reshape(-1)
     if s.size < 1 or not np.all(np.isfinite(s)) or s[0] <= 0 or s[-1] != 1.0 or np.any(np.diff(s) <= 0):
         raise ValueError(
@@ -305,18 +309,24 @@ def _fit_beta(epsilon: float, delta: float, method: str, fractions: np.ndarray, 
         return 1.0
     if weights == "laplace" and weight_epsilon >= epsilon:
         raise ValueError(f"the weights alone take ε = {weight_epsilon:g} of epsilon={epsilon:g}; lower weight_share.")
-    # Basic composition (pure ε totals add up) bounds every accountant from above, so the β_K it fits in
-    # closed form is feasible; bisect in log β between it and 1 to a relative tolerance of 10⁻³.
+    # Basic composition (pure ε totals add up) bounds the tight accountants from above, so the β_K it fits in
+    # closed form is feasible for them (halved until it is, for one that is not); bisect in log β between it and
+    # 1 to a relative tolerance of 10⁻³.
     per_beta = 2.0 * delta_loglik * particles * steps * float(np.sum(fractions))
     fixed = weight_epsilon if weights == "laplace" else 0.0
     if weights == "resample":
         per_beta += 2.0 * delta_loglik * particles  # the picks cost at most 2Δβ_K each
     lo = (epsilon - fixed) / per_beta * (1 - 1e-12)
+    for _ in range(200):  # an accountant above basic (advanced, for some counts) needs a smaller β_K
+        if lo <= 0 or cost(lo) <= epsilon:
+            break
+        lo /= 2.0
     if lo <= 0 or cost(lo) > epsilon:
-        raise ValueError(f"no annealing schedule of this size fits epsilon={epsilon:g}; use fewer particles or stages.")
+        raise ValueError(f"no annealing schedule of this size fits epsilon={epsilon:g} under {how!r} composition; "
+                         "use fewer particles or stages.")
     hi = 1.0
-    while hi / lo > 1.001:
-        mid = math.sqrt(lo * hi)
+    while math.log(hi) - math.log(lo) > 1e-3:
+        mid = math.exp(0.5 * (math.log(lo) + math.log(hi)))  # in logs: lo × hi can underflow
         lo, hi = (mid, hi) if cost(mid) <= epsilon else (lo, mid)
     return lo
 
@@ -350,6 +360,11 @@ def plan_ais(
     if (epsilon is None) == (options.temperature is None):
         raise ValueError("method='ais' needs exactly one of epsilon= (the whole run's budget; the final temperature "
                          "is fitted to it) and temperature= (the final T >= 1; the run costs what it costs).")
+    if epsilon is not None and options.weight_epsilon is not None:
+        raise ValueError("weight_epsilon applies with temperature=; with epsilon=, the weights' part is set by "
+                         "weight_share= (default 0.25). Nothing was spent.")
+    if options.schedule is not None and options.stages is not None:
+        raise ValueError("give stages= (a geometric schedule) or schedule= (your own), not both. Nothing was spent.")
     if options.weights not in ("laplace", "resample"):
         raise ValueError(f"weights must be 'laplace' or 'resample', got {options.weights!r}.")
     share = options.weight_share
@@ -388,6 +403,10 @@ def plan_ais(
                          weight_epsilon, ledger.neighbouring)
         if fresh_ledger and delta > 0:
             ledger = PrivacyLedger(Budget(eps, delta, accountant), ledger.neighbouring)
+    if beta * fractions[0] < MIN_BETA:
+        raise ValueError(f"epsilon={epsilon} buys this run (the hottest of {len(fractions)} stages, {particles} particles "
+                         f"× {steps} steps each) an inverse temperature below {MIN_BETA:g}: the particles would stay at "
+                         "the prior. Use a larger epsilon, fewer particles or fewer stages. Nothing was spent.")
     var_names = pm_kwargs.get("var_names")
     check_release_plan(working, var_names, ledger.neighbouring)
     names = list(var_names) if var_names is not None else []

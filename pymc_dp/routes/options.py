@@ -236,7 +236,7 @@ class AIS(RouteOptions):
     truncate: Mapping[str, Any] | None = None
     loglik_clip: Sequence[float] | None = None
     temperature: float | None = None
-    stages: int = 20
+    stages: int | None = None
     schedule: Sequence[float] | None = None
     steps: int = 2
     weights: str = "laplace"
