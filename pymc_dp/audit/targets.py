@@ -684,6 +684,29 @@ def _mwem(broken: bool, secure: bool):
     return run, 0, 1
 
 
+def _ais_weights(broken: bool, secure: bool):
+    """The AIS weights' release (Laplace on the simplex) at its worst-case pair of neighbours.
+
+    Two particles, Δβ_K = 2 (log-weight spread W = 4): under X the weights are (p, 1 − p) with
+    p = 1/(1 + e^{W/2}); under X′ particle 0's log-weight is W higher, which moves the normalised
+    weights by 2 tanh(W/4) in L1 — the charged sensitivity, attained. The statistic is the released
+    weight of particle 0 (after the projection onto the simplex, as released). The twin's noise
+    source halves the Laplace scale.
+    """
+    from ..routes.ais import release_weights
+
+    spread, W = 2.0, 4.0
+    p = 1.0 / (1.0 + math.exp(W / 2))
+    tilted = p * math.exp(W) / (p * math.exp(W) + 1 - p)
+    weights = {0: np.array([p, 1 - p]), 1: np.array([tilted, 1 - tilted])}
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        return np.array([release_weights(weights[s], spread, 1.0, PrivacyLedger(), _source(broken, secure, rng))[0][0]
+                         for _ in range(size)])
+
+    return run, 0, 1
+
+
 def _hellinger(mechanism: str, counts: Sequence[int], neighbour: Sequence[int], factor: float = 2.0):
     def build(broken: bool, secure: bool):
         epsilon = factor if broken else 1.0  # every scale is proportional to 1/ε
@@ -743,6 +766,7 @@ TARGETS: tuple[AuditTarget, ...] = (
     AuditTarget("noisy bounded sum (your own f, L1 bound)", 1.0, 0.0, 20_000, _bounded_sum),
     AuditTarget("reusable holdout (Thresholdout, one segment)", 1.0, 0.0, 100_000, _thresholdout),
     AuditTarget("MWEM round (exponential selection + Laplace count)", 1.0, 0.0, 40_000, _mwem),
+    AuditTarget("AIS importance weights (Laplace on the simplex)", 1.0, 0.0, 40_000, _ais_weights),
     AuditTarget("LSHist", 1.0, 0.0, 40_000, _hellinger("lshist", (0, 20), (1, 19)), events="exact"),
     AuditTarget("LSDim", 1.0, 0.0, 40_000, _lsdim_statistic(_hellinger("lsdim", (0, 7, 3), (1, 6, 3))),
                 events="exact"),

@@ -57,7 +57,7 @@ from .gibbs import fitting_accountant
 from .options import AIS
 from .progress import ProgressLine
 
-__all__ = ["AISRun", "plan_ais", "annealing_schedule", "weight_sensitivity", "ANNEALED"]
+__all__ = ["AISRun", "plan_ais", "annealing_schedule", "weight_sensitivity", "release_weights", "ANNEALED"]
 
 #: The statement every AIS transition entry carries.
 ANNEALED = (
@@ -84,6 +84,25 @@ def annealing_schedule(stages: int, first: float = 1e-3) -> np.ndarray:
 def weight_sensitivity(delta_loglik: float, beta: float) -> float:
     """L1 sensitivity of AIS's normalised weights: ``2 tanh(Δ β_K / 2)`` (module docstring)."""
     return 2.0 * math.tanh(delta_loglik * beta / 2.0)
+
+
+def release_weights(weights: np.ndarray, spread: float, epsilon: float, ledger: PrivacyLedger, rng: Any = None
+                    ) -> tuple[np.ndarray, LedgerEntry]:
+    """Normalised importance weights with Laplace noise, projected back onto the simplex (ε-DP).
+
+    ``spread`` is Δβ_K: one record moves the log-weights together up to a spread of 2Δβ_K, so the
+    L1 sensitivity of the normalised weights is :func:`weight_sensitivity` = 2 tanh(Δβ_K/2). The
+    projection (negative weights to 0, then renormalised; uniform if none is left) is post-processing.
+    """
+    n = len(weights)
+    noisy, entry = laplace_mechanism(
+        np.asarray(weights, dtype=float), epsilon=epsilon, sensitivity=weight_sensitivity(spread, 1.0), ledger=ledger,
+        rng=rng, touched=f"AIS importance weights of {n} particles (normalised)", return_entry=True,
+        assumptions=(PUBLIC_N,),
+    )
+    projected = np.clip(np.asarray(noisy, dtype=float), 0.0, None)
+    total = projected.sum()
+    return (projected / total if total > 0 else np.full(n, 1.0 / n)), entry
 
 
 def _check_schedule(options: AIS) -> np.ndarray:
@@ -209,16 +228,8 @@ class AISRun(RoutePlan):
         details = {"route": "ais", "particles": self.particles, "final_inverse_temperature": self.beta,
                    "loglik_sensitivity": delta_loglik}
         if self.weights == "laplace":
-            sens = weight_sensitivity(delta_loglik, self.beta)
-            noisy, entry = laplace_mechanism(
-                w, epsilon=self.weight_epsilon, sensitivity=sens, ledger=scratch, rng=self.noise_rng,
-                touched=f"AIS importance weights of {self.particles} particles (normalised)", return_entry=True,
-                assumptions=(PUBLIC_N,),
-            )
+            projected, entry = release_weights(w, delta_loglik * self.beta, self.weight_epsilon, scratch, self.noise_rng)
             self._spent.append(replace(entry, details={**entry.details, **details}))
-            projected = np.clip(np.asarray(noisy, dtype=float), 0.0, None)
-            total = projected.sum()
-            projected = projected / total if total > 0 else np.full(self.particles, 1.0 / self.particles)
             return list(range(self.particles)), projected
         # Resampling: utility log w (finite floor for zero weights), sensitivity Δβ_K after the common shift.
         utility = np.log(np.maximum(w, 1e-300))
