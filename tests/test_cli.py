@@ -144,6 +144,15 @@ def test_bench_heldout_writes_table_json_and_plot(tmp_path, capsys):
     assert main(["bench"]) == 2
 
 
+def test_bench_holdout_writes_table_json_and_plot(tmp_path, capsys):
+    argv = ["bench", "holdout", "--records", "400", "--features", "200", "--runs", "1", "--output", str(tmp_path)]
+    assert main(argv) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"holdout.md", "holdout.json", "holdout.png"}
+    table = (tmp_path / "holdout.md").read_text()
+    assert "| no signal | 10 |" in table and "| 20 informative features | 10 |" in table
+    assert main(["bench", "holdout", "--runs", "0"]) == 1
+
+
 def test_console_script_installed():
     script = Path(sys.executable).parent / "pymc-dp"
     if not script.exists():
