@@ -53,7 +53,7 @@ from .model import (
 )
 from .routes import AIS, OPS, SAA, Gibbs, Laplace, Measurements, sample
 from .step_methods import PrivateGibbs, PrivateMetropolis
-from .trace import attach_ledger, concat, ledger, plot_ledger, release
+from .trace import attach_ledger, concat, ledger, plot_ledger, release, resample_weighted
 
 from . import audit  # noqa: E402 - last: it imports the layers it audits
 
@@ -126,6 +126,7 @@ __all__ = [
     "privatize",
     "privatize_model",
     "release",
+    "resample_weighted",
     "release_posterior",
     "sample",
     "temper",

@@ -67,6 +67,23 @@ def test_normal_posterior_mean_within_monte_carlo_error():
     assert abs(sd / math.sqrt(s2) - 1) < 0.25
 
 
+def test_resampling_by_the_released_weights_is_free_and_arviz_reads_it():
+    import arviz as az
+
+    model, _ = _bernoulli(100)
+    idata = pmdp.sample(100, method="ais", temperature=1.0, weight_epsilon=1e6, truncate={"p": (A0, 1 - A0)},
+                        stages=10, model=model, random_seed=8, **QUIET)
+    even = pmdp.resample_weighted(idata, 500, random_seed=1)
+    assert even.posterior["p"].shape == (1, 500)
+    assert pmdp.ledger(even) == pmdp.ledger(idata)  # nothing more was spent
+    mean, _, _ = _weighted(idata, "p")
+    # 500 draws from the weighted particles: their mean is within 4 s.e. of the weighted mean.
+    assert abs(float(even.posterior["p"].mean()) - mean) < 4 * float(even.posterior["p"].std()) / math.sqrt(500) + 1e-9
+    assert "p" in az.summary(even).index
+    with pytest.raises(ValueError, match="no released weights"):
+        pmdp.resample_weighted(even)
+
+
 def test_the_ledger_is_the_hand_computation():
     """Each stage k: M × steps Barker steps at ε = 2Δβ_k, β_k = β_K × schedule_k; then the weights' Laplace entry."""
     model, _ = _bernoulli(50)
