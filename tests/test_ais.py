@@ -199,6 +199,15 @@ def test_an_advanced_composition_budget_is_fitted_or_refused_by_name():
     assert 0 < fits.total("advanced", delta=1e-5).epsilon <= 50.0 + 1e-9
 
 
+def test_deterministics_are_not_released_by_name():
+    with pm.Model() as model:
+        q = pm.Beta("p", 1, 1)
+        pm.Deterministic("twice", 2 * q)
+        pm.Bernoulli("y", p=q, observed=np.ones(20))
+    with pytest.raises(ValueError, match="free variables only"):
+        pmdp.sample(10, method="ais", epsilon=5.0, truncate={"p": (A0, 1 - A0)}, model=model, var_names=["twice"])
+
+
 def test_auto_never_chooses_ais_and_helpers_are_sane():
     assert "ais" not in pmdp.routes.chooser.AUTO_ORDER
     s = annealing_schedule(5)

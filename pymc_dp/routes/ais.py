@@ -421,6 +421,10 @@ def plan_ais(
     var_names = pm_kwargs.get("var_names")
     check_release_plan(working, var_names, ledger.neighbouring)
     names = list(var_names) if var_names is not None else []
+    derived = sorted(set(names) - {rv.name for rv in working.free_RVs})
+    if derived:
+        raise ValueError(f"method='ais' releases free variables only; {derived} are not (compute deterministics from "
+                         "the released particles afterwards). Nothing was spent.")
     unknown = sorted(set(names) - {rv.name for rv in working.free_RVs})
     if unknown:
         raise ValueError(f"var_names {unknown} are not free variables of the model; method='ais' releases only "
