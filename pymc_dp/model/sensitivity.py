@@ -461,7 +461,8 @@ def _variable_sensitivity(
             )
         return terms.per_record * span / 2.0, f"{where}, add/remove: {terms.per_record} × (upper − lower) / 2", None, {}
     if bounds is not None and not isinstance(bounds, Mapping):
-        raise ValueError(f"bounds[{rv.name!r}] must be a dict of the family's bounds, got {bounds!r}.")
+        raise ValueError(f"bounds[{rv.name!r}] must be a dict of the family's bounds, got {bounds!r}; e.g. "
+                         f"bounds={{{rv.name!r}: {{'x': (lower, upper)}}}} for a Normal's records.")
     try:
         with per_record_parameters():  # Δ needs only the parameters' range, which covers every record's value
             family, params = family_of_dist(rv)
