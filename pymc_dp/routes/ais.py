@@ -45,15 +45,13 @@ from ..accounting.composition import compose
 from ..accounting.validation import check_epsilon
 from ..families.privatize import PUBLIC_N
 from ..mechanisms import exponential_mechanism, laplace_mechanism
-from ..model import loglik_sensitivity, truncate
-from ..model.tempering import clip_records
 from ..step_methods import PrivateMetropolis
 from ..step_methods._graph import PointFunction
 from ..step_methods._updates import is_per_record_latent
 from .. import _compat
 from ..trace import check_release_plan
-from .base import Ran, RoutePlan, SEEDED_SAMPLER, apply_loglik_clip
-from .gibbs import fitting_accountant
+from .base import Ran, RoutePlan, SEEDED_SAMPLER
+from .gibbs import bounded_model, fitting_accountant
 from .options import AIS
 from .progress import ProgressLine
 
@@ -387,10 +385,7 @@ def plan_ais(
     fresh_ledger = ledger is None
     ledger = resolve_ledger(ledger, neighbouring)
     delta, accountant = fitting_accountant(options.delta, ledger)
-    working = truncate(model, options.truncate) if options.truncate is not None else model
-    working = apply_loglik_clip(working, options.loglik_clip)
-    report = loglik_sensitivity(working, bounds=options.bounds, neighbouring=ledger.neighbouring)
-    working, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})
+    working, report = bounded_model(model, options, ledger.neighbouring)
     with working:
         step = PrivateMetropolis([rv.name for rv in working.free_RVs], temperature=1.0, bounds=report.bounds or None,
                                  neighbouring=ledger.neighbouring, model=working, tune=False)

@@ -55,7 +55,7 @@ from .options import Gibbs
 
 __all__ = [
     "plan_gibbs_run", "GibbsRun", "InterruptedRunError", "plan_gibbs", "GibbsPlan", "ledger_entries_from_stats", "NO_CONVERGENCE_NEEDED", "DEFAULT_DELTA", "fitting_accountant",
-    "INTERRUPTED_RUN",
+    "INTERRUPTED_RUN", "bounded_model",
 ]
 
 #: The statement every private-MCMC ledger entry carries.
@@ -492,10 +492,7 @@ def plan_gibbs_run(
     fresh_ledger = ledger is None
     ledger = resolve_ledger(ledger, neighbouring)
     delta, accountant = fitting_accountant(options.delta, ledger)
-    working = truncate(model, options.truncate) if options.truncate is not None else model
-    working = apply_loglik_clip(working, options.loglik_clip)
-    report = loglik_sensitivity(working, bounds=options.bounds, neighbouring=ledger.neighbouring)
-    working, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})
+    working, report = bounded_model(model, options, ledger.neighbouring)
     chains = resolve_chains(kwargs)
     tune = kwargs.pop("tune", DEFAULT_TUNE)
     user_step = kwargs.pop("step", None)
@@ -518,6 +515,20 @@ def plan_gibbs_run(
     run = GibbsRun(ledger=ledger, plan=plan, model=working, pm_kwargs=kwargs, seeded=seeded)
     run.entries = run._mark(plan.entries(ledger.neighbouring))
     return run
+
+
+def bounded_model(model: Any, options: Any, neighbouring: str) -> tuple[Any, Any]:
+    """The model the private steps run on, and its proven log-likelihood sensitivity.
+
+    ``options`` carries ``truncate``, ``loglik_clip`` and ``bounds`` (:class:`Gibbs`,
+    :class:`~pymc_dp.routes.options.AIS`): the declared truncation is applied, the
+    log-likelihood clipped, Δ proven, and records outside the bounds clipped (reported).
+    """
+    working = truncate(model, options.truncate) if options.truncate is not None else model
+    working = apply_loglik_clip(working, options.loglik_clip)
+    report = loglik_sensitivity(working, bounds=options.bounds, neighbouring=neighbouring)
+    working, _ = clip_records(working, {n: (f, report.bounds[n]) for n, f in report.families.items()})
+    return working, report
 
 
 def fitting_accountant(delta: float | None, ledger: PrivacyLedger) -> tuple[float, str]:
