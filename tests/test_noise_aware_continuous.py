@@ -283,14 +283,26 @@ def test_observe_stats_noise_aware_samples_with_nuts(case):
     assert abs(draws.mean() - case.truth) < 6 * draws.std() + 0.02
 
 
-def test_normal_unknown_sigma_needs_latent_noise_mixing_outside_observe_stats():
-    """Two released numbers (Σx, Σx²): the family alone cannot build the likelihood without the latents."""
+def test_two_released_numbers_need_no_latents_three_do():
+    """Σx, Σx² of a Normal: the bivariate density directly; the regression's three numbers: latent mixing."""
+    from pymc_dp.families import LinearRegression
+
     data = np.random.default_rng(0).normal(0.0, 1.0, 500)
     stats = pmdp.privatize(data, Normal(), 1.0, bounds={"x": (-5.0, 5.0)}, rng=1)
-    assert Normal().supports_noise_aware and Normal().noise_mixing_size(2, 500) == 2
+    assert Normal().supports_noise_aware and Normal().noise_mixing_size(2, 500) == 0
     assert Normal(sigma=1.0).noise_mixing_size(1, 500) == 0
+    mu, sigma = pt.dscalar("mu"), pt.dscalar("sigma")
+    f = pytensor.function([mu, sigma], Normal().noise_aware_loglik(stats.noisy, stats.n, stats.scale, "replace",
+                                                                   {"mu": mu, "sigma": sigma}))
+    # the release of 500 standard-normal records is far likelier under (0, 1) than under (2, 3)
+    assert np.isfinite(f(0.0, 1.0)) and f(0.0, 1.0) > f(2.0, 3.0) + 1.0
+    regression = LinearRegression(n_features=1)
+    assert regression.noise_mixing_size(3, 500) == 3
+    xy = np.column_stack([data, data])
+    rstats = pmdp.privatize(xy, regression, 1.0, bounds={"x": (-5.0, 5.0), "y": (-5.0, 5.0)}, rng=1)
+    params = {"beta": 1.0, "sigma": 1.0, "x_mu": 0.0, "x_sigma": 1.0}
     with pytest.raises(ValueError, match="latent noise-mixing"):
-        Normal().noise_aware_loglik(stats.noisy, stats.n, stats.scale, "replace", {"mu": 0.0, "sigma": 1.0})
+        regression.noise_aware_loglik(rstats.noisy, rstats.n, rstats.scale, "replace", params)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

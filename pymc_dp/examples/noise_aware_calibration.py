@@ -129,7 +129,7 @@ NORMAL_SETTINGS = ((100, 1.0), (1000, 1.0))
 def _noise_aware_term(name: str, family: Any, params: dict[str, Any], released: Any, n: int, scale: float) -> Any:
     """The likelihood ``observe_stats(name, ..., noise_aware=True)`` builds, with the release as a data container.
 
-    Same family moments, same latent noise mixing, same density
+    Same family moments, same latent noise mixing (none for two numbers), same density
     (:func:`~pymc_dp.families._noise_aware.clt_noise_aware_logp`); only the released
     vector is a ``pm.Data`` container instead of a constant, so that one compiled model
     serves every simulated data set (``pm.set_data``) instead of compiling 200 models.
@@ -140,8 +140,8 @@ def _noise_aware_term(name: str, family: Any, params: dict[str, Any], released: 
     from pymc_dp.families._noise_aware import clt_noise_aware_logp
     from pymc_dp.model.observe import noise_mixing_name
 
-    size = int(released.get_value().size)
-    mixing = pm.Exponential(noise_mixing_name(name), 1.0, shape=size)
+    size = family.noise_mixing_size(int(released.get_value().size), n)
+    mixing = pm.Exponential(noise_mixing_name(name), 1.0, shape=size) if size else None
     mean, var = family.record_moments(params)
     return pm.Potential(name, clt_noise_aware_logp(family.name, released, n, scale, "replace", mean, var, mixing))
 
@@ -171,7 +171,7 @@ def normal_coverage(
 
     Each data set: (μ, σ²) from the Normal-Inverse-Gamma prior :data:`NORMAL_PRIOR`,
     n records, ``(Σx, Σx²)`` released at ε. Noise-aware: NUTS on the likelihood of
-    ``observe_stats(..., noise_aware=True)`` (multivariate CLT, latent noise mixing;
+    ``observe_stats(..., noise_aware=True)`` (bivariate CLT convolved with the noise;
     see :func:`normal_model`). Plug-in: the exact conjugate posterior from the
     projected statistics.
     """

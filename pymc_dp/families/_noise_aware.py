@@ -21,7 +21,10 @@ Statistics of several coordinates (Normal with unknown σ: Σx and Σx²; catego
 counts; the regression's ZᵀZ) are modelled by the multivariate CLT,
 ``S ≈ Normal(N·m(θ), N·C(θ))`` with m, C the mean and covariance of one record's
 statistic. The convolution with independent Laplace noise on each coordinate has no
-closed form in several dimensions, so it is written as a scale mixture (Andrews &
+closed form in several dimensions. In two (the commonest case: a Normal's Σx and
+Σx²) one noise coordinate is convolved in exactly and the other integrated by a fixed
+quadrature over its scale mixture (:mod:`pymc_dp.families._bivariate`): no latent
+variables, so NUTS samples only the model's parameters. Above two it is written as a scale mixture (Andrews &
 Mallows 1974; the device of Bernstein & Sheldon 2019): ``Laplace(0, b)`` is
 ``Normal(0, w)`` with ``w = 2b²·u``, ``u ~ Exponential(1)``. With one latent ``u``
 per coordinate (sampled by NUTS with the parameters),
@@ -81,6 +84,14 @@ def normal_laplace_logpdf(z: Any, mean: Any, sd: Any, b: float) -> Any:
     t1 = _log_term(r, -d / b, (r - d / sd) / math.sqrt(2.0), quad)
     t2 = _log_term(r, d / b, (r + d / sd) / math.sqrt(2.0), quad)
     return pt.logaddexp(t1, t2) - math.log(4.0 * b)
+
+
+def _length(mean: Any, values: Any) -> int | None:
+    """The static number of coordinates of a statistic (from its mean or its released values)."""
+    for v in (mean, values):
+        if v.type.ndim >= 1 and v.type.shape[-1] is not None:
+            return int(v.type.shape[-1])
+    return None
 
 
 def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, method: str = "auto") -> Any:
@@ -158,6 +169,21 @@ def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float) -> An
     return pt.logsumexp(alpha - np.abs(z[k - 1] - r) / b - log_norm)
 
 
+def released_values(noisy: Any) -> Any:
+    """Released numbers as a shared (not constant) float64 vector of a likelihood graph.
+
+    Every release has new numbers; as constants they would make every privatised model
+    a new graph, which PyTensor compiles afresh (seconds per call under the numba
+    backend). As a shared input the graph is the same from one release to the next, so
+    its compiled logp and gradient are reused. The values are the released statistics
+    themselves — already private — and are not registered as model data, so they are
+    not copied into a trace's ``constant_data``.
+    """
+    import pytensor
+
+    return pytensor.shared(np.asarray(noisy, dtype="float64").ravel(), name="released_statistics")
+
+
 def as_float64(x: Any) -> Any:
     """``x`` as a float64 PyTensor variable (a Python float would otherwise become a float32 constant)."""
     import pytensor.tensor as pt
@@ -215,7 +241,10 @@ def clt_noise_aware_logp(
 
     * One coordinate (scalar ``mean``): the Laplace noise is convolved in exactly
       (:func:`~pymc_dp.families._noise_aware.normal_laplace_logpdf`).
-    * d > 1 coordinates (vector ``mean``, d×d ``var``): given the latent
+    * Two coordinates (e.g. Σx and Σx² of a Normal with unknown σ), without
+      ``noise_mixing``: the bivariate convolution by a fixed quadrature
+      (:func:`~pymc_dp.families._bivariate.bivariate_normal_laplace`).
+    * d > 2 coordinates (vector ``mean``, d×d ``var``): given the latent
       ``noise_mixing`` u (d values, each Exponential(1) a priori), the released vector
       is ``Normal(N·mean, N·var + 2·scale²·diag(u))``; integrating u out is the exact
       Laplace convolution (module docstring).
@@ -236,12 +265,13 @@ def clt_noise_aware_logp(
     mean, var
         Mean and variance (or covariance) of one record's statistic.
     noise_mixing
-        The latent mixing variables u (a PyTensor vector of length d), required when d > 1.
+        The latent mixing variables u (a PyTensor vector of length d), required when d > 2
+        (and used, if given, when d = 2).
 
     Raises
     ------
     ValueError
-        Under ``"add_remove"`` neighbouring, or without ``noise_mixing`` when d > 1.
+        Under ``"add_remove"`` neighbouring, or without ``noise_mixing`` when d > 2.
     """
     import pytensor.tensor as pt
 
@@ -253,14 +283,17 @@ def clt_noise_aware_logp(
     b = float(scale)
     count = float(n)
     mean = pt.as_tensor_variable(mean)
-    symbolic = isinstance(noisy, pt.Variable)
+    values = pt.as_tensor_variable(noisy).ravel() if isinstance(noisy, pt.Variable) else released_values(noisy)
     if mean.type.ndim == 0:
-        z = pt.as_tensor_variable(noisy).ravel()[0] if symbolic else pt.as_tensor_variable(float(np.ravel(noisy)[0]))
+        z = values[0]
         # A variance floor of (1e-10·b)² keeps the density finite when Var S → 0 (e.g. a
         # Poisson with μ far above U) and changes it by a relative O(1e-20): the noise dominates.
         sd = pt.sqrt(count * var + (1e-10 * b) ** 2)
         return normal_laplace_logpdf(z, count * mean, sd, b)
-    values = noisy if symbolic else pt.as_tensor_variable(np.asarray(noisy, dtype=float).ravel())
+    if _length(mean, values) == 2 and noise_mixing is None:
+        from ._bivariate import bivariate_normal_laplace
+
+        return bivariate_normal_laplace(values, count * mean, count * pt.as_tensor_variable(var), b)
     if noise_mixing is None:
         raise ValueError(
             f"the noise-aware {family} likelihood of several released numbers needs latent noise-mixing "

@@ -178,12 +178,13 @@ class Family(ABC):
         """How many latent noise-mixing variables :meth:`noise_aware_loglik` needs for a release.
 
         ``n_released`` is the number of released numbers, ``n`` the number of records.
-        0 for one released number (the Laplace convolution is closed-form) and where
-        the family's likelihood is exact; ``n_released`` for the multivariate
-        central-limit form (one Exponential(1) scale-mixing variable per noisy
-        coordinate; see :mod:`pymc_dp.families._noise_aware`).
+        0 for one released number (the Laplace convolution is closed-form), for two
+        (a fixed quadrature integrates the mixing out) and where the family's
+        likelihood is exact; ``n_released`` for the multivariate central-limit form
+        above two (one Exponential(1) scale-mixing variable per noisy coordinate; see
+        :mod:`pymc_dp.families._noise_aware`).
         """
-        return 0 if n_released <= 1 else n_released
+        return 0 if n_released <= 2 else n_released
 
     def noise_aware_loglik(
         self,

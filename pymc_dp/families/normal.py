@@ -221,16 +221,17 @@ class Normal(Family):
         """
         import pytensor.tensor as pt
 
-        from ._noise_aware import gaussian_product_moments
-
         mu = as_float64(params["mu"])
         if self.known_sigma:
             return mu, float(self.sigma) * float(self.sigma)  # type: ignore[arg-type]
         var = as_float64(params["sigma"]) ** 2
-        zero = pt.zeros(())
-        mean = pt.stack([pt.ones(()), mu])
-        cov = pt.stack([pt.stack([zero, zero]), pt.stack([zero, var])])
-        return gaussian_product_moments(mean, cov, [(0, 1), (1, 1)])
+        # Written out rather than through gaussian_product_moments' fancy indexing: the same
+        # numbers (tests/test_noise_aware_continuous.py checks them against it) in a graph a
+        # third smaller, which PyTensor compiles (with its gradient) in a fraction of the time.
+        cross = 2.0 * mu * var
+        mean = pt.stack([mu, mu * mu + var])
+        cov = pt.stack([pt.stack([var, cross]), pt.stack([cross, 2.0 * var * var + 4.0 * mu * mu * var])])
+        return mean, cov
 
     truncation_examples = {"mu": "(-10.0, 10.0)"}
 

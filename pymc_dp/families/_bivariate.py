@@ -1,0 +1,238 @@
+"""The bivariate Normal ⊛ Laplace density as one PyTensor Op with its gradient.
+
+A Normal with unknown mean and standard deviation releases two numbers, Σx and Σx²,
+each with its own Laplace noise. By the central limit theorem their true values are
+jointly normal, so the released pair has the density of ``Normal(m, C)`` convolved
+with two independent ``Laplace(0, b)`` — which has no closed form. Writing the second
+noise as a scale mixture, ``Laplace(0, b) = Normal(0, 2b²u)`` with
+``u ~ Exponential(1)``, the first noise can be convolved in exactly and the mixing
+integrated numerically:
+
+``p(z) = ∫₀^∞ e^{−u} · N(z₂; m₂, v(u)) · NL(z₁ − m₁ − C₁₂(z₂ − m₂)/v(u); √(C₁₁ − C₁₂²/v(u)), b) du``
+
+with ``v(u) = C₂₂ + 2b²u`` and ``NL(d; s, b)`` the density of ``Normal(0, s²) +
+Laplace(0, b)`` at d. After ``u = eᵗ`` the integrand is analytic in the strip
+``|Im t| < π/2`` and decays like eᵗ below and like ``exp(−eᵗ)`` above, so the
+trapezoid rule converges geometrically in 1/h: on ``t ∈ [−30, 4]`` with ``h = 0.5``
+(69 nodes) the log density agrees with adaptive quadrature to 1e-6 typically and
+within 1e-3 in the worst of 300 random cases (noise/signal ratios 10⁻²…10², |ρ| up to
+0.999, releases up to 4 noise scales off; ``tests/test_noise_aware_bivariate.py``).
+The mass below ``u = e^−30`` is at most ``2e^−15 ≈ 6e-7`` of the integral.
+
+Why an Op and not a PyTensor expression: the same density written with PyTensor's
+elementwise operations is a graph of a few hundred nodes once differentiated, and
+PyTensor rewrites it on every compilation — about a second per ``pmdp.sample`` call,
+more than the sampling. As one Op with a hand-derived gradient it compiles like any
+other node and runs as one numba-compiled loop of 69 scalar evaluations (inside
+PyTensor's numba backend, PyMC 6's default, or called from the Op's ``perform`` under
+the C backend of PyMC 5), value and gradient in one pass.
+
+The gradient (value, ∂/∂m, ∂/∂C in one pass) is checked against finite differences
+in the tests; second derivatives are not implemented.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["bivariate_normal_laplace", "GRID_STEP", "GRID_RANGE"]
+
+#: Trapezoid step and range in t = log u (see the module docstring).
+GRID_STEP = 0.5
+GRID_RANGE = (-30.0, 4.0)
+
+_T = np.arange(GRID_RANGE[0], GRID_RANGE[1] + GRID_STEP / 2, GRID_STEP)
+#: The nodes u = eᵗ and the log weights: trapezoid step × Jacobian eᵗ × Exponential(1) density.
+_NODES = np.exp(_T)
+_LOG_WEIGHTS = math.log(GRID_STEP) + _T - _NODES
+
+try:  # PyTensor's numba backend brings numba; without it the same code runs as plain Python
+    from numba import njit as _numba_njit
+except ImportError:  # pragma: no cover - numba ships with PyTensor
+    _numba_njit = None
+
+
+def _jit(function: Any) -> Any:
+    """``function`` compiled by numba (lazily, cached on disk), or unchanged without numba."""
+    return function if _numba_njit is None else _numba_njit(cache=True)(function)
+
+
+_SQRT_PI = math.sqrt(math.pi)
+_SQRT2 = math.sqrt(2.0)
+
+
+@_jit
+def _log_erfcx_and_slope(x: float) -> tuple[float, float]:
+    """``log erfcx(x)`` and its derivative ``2x − 2/(√π erfcx(x))`` for x ≥ 0.
+
+    Up to 25: ``exp(x²)·erfc(x)`` (erfc stays a normal double there). Above: the
+    asymptotic series ``erfcx(x) = (1 + S)/(x√π)``, ``S = Σₙ (−1)ⁿ (2n − 1)!! tⁿ``,
+    t = 1/(2x²), to n = 5 (truncation below 1e-14 relative at x = 25); the slope is then
+    ``2x·S/(1 + S)``, free of the cancellation in ``2x − 2/(√π erfcx)``.
+    """
+    if x < 25.0:
+        ex = math.exp(x * x) * math.erfc(x)
+        return math.log(ex), 2.0 * x - 2.0 / (_SQRT_PI * ex)
+    t = 0.5 / (x * x)
+    s = t * (-1.0 + t * (3.0 + t * (-15.0 + t * (105.0 - 945.0 * t))))
+    return math.log1p(s) - math.log(x * _SQRT_PI), 2.0 * x * s / (1.0 + s)
+
+
+@_jit
+def _erfc_term(x: float, ratio: float, r: float, e: float, s: float, b: float,
+               dx_dd: float, dx_ds: float, de_dd: float) -> tuple[float, float, float]:
+    """``T = r²/2 + e + log erfc(x)`` and its derivatives in d and s, computed stably.
+
+    For x ≥ 0 as ``−ratio²/2 + log erfcx(x)`` (the large r²/2 and x² cancel
+    algebraically), for x < 0 as written (erfc ∈ (1, 2]) — the two branches of the
+    scalar :func:`~pymc_dp.families._noise_aware.normal_laplace_logpdf`.
+    """
+    if x >= 0.0:
+        log_erfcx, slope = _log_erfcx_and_slope(x)
+        return -0.5 * ratio * ratio + log_erfcx, -ratio / s + slope * dx_dd, ratio * ratio / s + slope * dx_ds
+    tail = math.erfc(x)
+    slope = -2.0 * math.exp(-x * x) / (_SQRT_PI * tail)  # d/dx log erfc(x), tending to 0 as x → −∞
+    return 0.5 * r * r + e + math.log(tail), de_dd + slope * dx_dd, r / b + slope * dx_ds
+
+
+@_jit
+def _normal_laplace(d: float, s: float, b: float) -> tuple[float, float, float]:
+    """``log NL(d; s, b)`` and its derivatives in d and s.
+
+    ``NL(d; s, b) = [e^{r²/2 − d/b} erfc(x₁) + e^{r²/2 + d/b} erfc(x₂)]/(4b)``,
+    r = s/b, ``x₁,₂ = (r ∓ d/s)/√2`` (Reed 2006; the module docstring of
+    :mod:`pymc_dp.families._noise_aware`).
+    """
+    ratio = d / s
+    r = s / b
+    t1, t1_d, t1_s = _erfc_term(
+        (r - ratio) / _SQRT2, ratio, r, -d / b, s, b, -1.0 / (s * _SQRT2), (1.0 / b + ratio / s) / _SQRT2, -1.0 / b
+    )
+    t2, t2_d, t2_s = _erfc_term(
+        (r + ratio) / _SQRT2, ratio, r, d / b, s, b, 1.0 / (s * _SQRT2), (1.0 / b - ratio / s) / _SQRT2, 1.0 / b
+    )
+    top = max(t1, t2)
+    e1, e2 = math.exp(t1 - top), math.exp(t2 - top)
+    total = e1 + e2
+    p1, p2 = e1 / total, e2 / total
+    return top + math.log(total) - math.log(4.0 * b), p1 * t1_d + p2 * t2_d, p1 * t1_s + p2 * t2_s
+
+
+@_jit
+def _kernel(z: Any, mean: Any, cov: Any, b: float, nodes: Any, log_weights: Any) -> tuple[float, Any, Any]:
+    """log p(z) and its gradients in ``mean`` (2) and ``cov`` (2×2; only C₁₁, C₁₂, C₂₂ are read)."""
+    z1, z2 = z[0], z[1]
+    m1, m2 = mean[0], mean[1]
+    c11, c12, c22 = cov[0, 0], cov[0, 1], cov[1, 1]
+    d2 = z2 - m2
+    floor = (1e-10 * b) ** 2  # as the scalar normal-Laplace density: finite where S₁ is a function of S₂
+    k = nodes.shape[0]
+    terms = np.empty(k)
+    grads = np.empty((k, 5))  # ∂/∂m1, ∂/∂m2, ∂/∂c11, ∂/∂c12, ∂/∂c22
+    for i in range(k):
+        v = c22 + 2.0 * b * b * nodes[i]
+        log_second = -0.5 * math.log(2.0 * math.pi * v) - d2 * d2 / (2.0 * v)
+        d = z1 - m1 - c12 * d2 / v
+        raw = c11 - c12 * c12 / v
+        active = 1.0 if raw > 0.0 else 0.0
+        s = math.sqrt(max(raw, 0.0) + floor)
+        nl, nl_d, nl_s = _normal_laplace(d, s, b)
+        terms[i] = log_weights[i] + log_second + nl
+        grads[i, 0] = -nl_d
+        grads[i, 1] = d2 / v + nl_d * c12 / v
+        grads[i, 2] = active * nl_s / (2.0 * s)
+        grads[i, 3] = -nl_d * d2 / v - active * nl_s * c12 / (v * s)
+        grads[i, 4] = (
+            -0.5 / v + d2 * d2 / (2.0 * v * v) + nl_d * c12 * d2 / (v * v) + active * nl_s * c12 * c12 / (2.0 * s * v * v)
+        )
+    top = terms.max()
+    weights = np.exp(terms - top)
+    total = weights.sum()
+    g = (weights[:, None] * grads).sum(axis=0) / total
+    d_mean = np.array([g[0], g[1]])
+    d_cov = np.array([[g[2], g[3]], [0.0, g[4]]])
+    return top + math.log(total), d_mean, d_cov
+
+
+def _make_op_class() -> Any:
+    from pytensor.gradient import DisconnectedType, grad_not_implemented
+    from pytensor.graph.basic import Apply
+    from pytensor.graph.op import Op
+    import pytensor.tensor as pt
+
+    class BivariateNormalLaplace(Op):
+        """log density of ``Normal(mean, cov) + Laplace(0, b)²`` at z; outputs (value, ∂/∂mean, ∂/∂cov)."""
+
+        __props__ = ("scale",)
+
+        def __init__(self, scale: float) -> None:
+            self.scale = float(scale)
+
+        def make_node(self, z: Any, mean: Any, cov: Any) -> Any:
+            inputs = [pt.as_tensor_variable(x, dtype="float64") for x in (z, mean, cov)]
+            outputs = [pt.dscalar(), pt.dvector(), pt.dmatrix()]
+            return Apply(self, inputs, outputs)
+
+        def perform(self, node: Any, inputs: Any, outputs: Any) -> None:
+            z, mean, cov = (np.asarray(x, dtype="float64") for x in inputs)
+            value, d_mean, d_cov = _kernel(z, mean, cov, self.scale, _NODES, _LOG_WEIGHTS)
+            outputs[0][0] = np.asarray(value)
+            outputs[1][0] = d_mean
+            outputs[2][0] = d_cov
+
+    def gradient(self: Any, inputs: Any, outputs: Any, output_grads: Any) -> Any:
+        g_value, *others = output_grads
+        if any(not isinstance(g.type, DisconnectedType) for g in others):
+            return [grad_not_implemented(self, j, inputs[j], "second derivatives") for j in range(3)]
+        _, d_mean, d_cov = outputs
+        return [-g_value * d_mean, g_value * d_mean, g_value * d_cov]
+
+    # PyTensor 3 calls `pullback`, PyTensor 2 (PyMC 5) `L_op`; the same signature.
+    setattr(BivariateNormalLaplace, "pullback" if hasattr(Op, "pullback") else "L_op", gradient)
+    return BivariateNormalLaplace
+
+
+_OP_CLASS: Any = None
+
+
+def _op_class() -> Any:
+    global _OP_CLASS
+    if _OP_CLASS is None:
+        _OP_CLASS = _make_op_class()
+        _register_numba(_OP_CLASS)
+    return _OP_CLASS
+
+
+def _register_numba(op_class: Any) -> None:
+    """Run the Op inside numba-compiled PyTensor functions (PyMC 6's default backend)."""
+    if _numba_njit is None:
+        return
+    try:
+        from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+    except ImportError:  # an older PyTensor (PyMC 5: C backend by default) calls perform
+        return
+    nodes, log_weights = _NODES, _LOG_WEIGHTS
+
+    @register_funcify_default_op_cache_key(op_class)
+    def _funcify(op: Any, **kwargs: Any) -> Any:
+        kernel = _kernel
+        scale = op.scale
+
+        @_numba_njit
+        def bivariate_normal_laplace(z, mean, cov):  # pragma: no cover - runs compiled
+            value, d_mean, d_cov = kernel(z, mean, cov, scale, nodes, log_weights)
+            return np.asarray(value), d_mean, d_cov
+
+        return bivariate_normal_laplace, 1  # the version salts PyTensor's cache key
+
+
+def bivariate_normal_laplace(z: Any, mean: Any, cov: Any, b: float) -> Any:
+    """log density of ``Normal(mean, cov) + (Laplace(0, b), Laplace(0, b))`` at the 2-vector ``z``.
+
+    ``z``, ``mean`` (2) and ``cov`` (2×2, symmetric) may be PyTensor expressions; the
+    result is a scalar PyTensor variable, differentiable in all three.
+    """
+    return _op_class()(b)(z, mean, cov)[0]
