@@ -40,6 +40,23 @@ def quiet_pymc():
 
 
 @pytest.fixture(autouse=True)
+def pymc_nuts_unless_marked_nutpie(request, monkeypatch):
+    """``pm.sample`` runs PyMC's own NUTS here, as it does for users without nutpie.
+
+    PyMC 6 samples with nutpie by default whenever nutpie is installed (the optional extra
+    ``pymc-dp[nutpie]``); nutpie compiles every model afresh (seconds each), which would
+    multiply the suite's time without testing anything of ours. Tests marked ``nutpie``
+    see the installed default and may pass ``nuts_sampler="nutpie"``.
+    """
+    if request.node.get_closest_marker("nutpie") is None:
+        import pymc.sampling.mcmc as mcmc
+
+        if getattr(mcmc, "NUTPIE_INSTALLED", False):
+            monkeypatch.setattr(mcmc, "NUTPIE_INSTALLED", False)
+    yield
+
+
+@pytest.fixture(autouse=True)
 def curator_reports_on():
     """The tests run as the curator: clip counts and other curator-only reports are shown (and checked).
 

@@ -23,7 +23,6 @@ import pymc_dp as pmdp
 from pymc_dp import _compat
 
 HAS_NUTPIE = importlib.util.find_spec("nutpie") is not None
-needs_nutpie = pytest.mark.skipif(not HAS_NUTPIE, reason="nutpie is the optional extra pymc-dp[nutpie]")
 BOUNDS = {"y": {"x": (-10.0, 10.0)}}
 
 
@@ -36,7 +35,8 @@ def _normal_model(n: int = 300, seed: int = 0) -> pm.Model:
     return model
 
 
-@needs_nutpie
+@pytest.mark.nutpie
+@pytest.mark.skipif(not HAS_NUTPIE, reason="nutpie is the optional extra pymc-dp[nutpie]")
 def test_laplace_route_samples_the_record_free_model_with_nutpie():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -54,7 +54,8 @@ def test_laplace_route_samples_the_record_free_model_with_nutpie():
     assert not [s for s in stats.data_vars if "time" in s]  # wall-clock statistics are left out
 
 
-@needs_nutpie
+@pytest.mark.nutpie
+@pytest.mark.skipif(not HAS_NUTPIE, reason="nutpie is the optional extra pymc-dp[nutpie]")
 def test_ops_route_releases_only_the_chosen_draws_with_nutpie():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -170,7 +170,7 @@ def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float) -> An
 
 
 def released_values(noisy: Any) -> Any:
-    """Released numbers as a shared (not constant) float64 vector of a likelihood graph.
+    """Released numbers as a shared (not constant) float64 array of a likelihood graph.
 
     Every release has new numbers; as constants they would make every privatised model
     a new graph, which PyTensor compiles afresh (seconds per call under the numba
@@ -181,7 +181,11 @@ def released_values(noisy: Any) -> Any:
     """
     import pytensor
 
-    return pytensor.shared(np.asarray(noisy, dtype="float64").ravel(), name="released_statistics")
+    import pytensor.tensor as pt
+
+    values = np.asarray(noisy, dtype="float64")
+    # the shape is public (the family's), so it may be static: families read statistics by position
+    return pt.specify_shape(pytensor.shared(values, name="released_statistics"), values.shape)
 
 
 def as_float64(x: Any) -> Any:
@@ -283,7 +287,7 @@ def clt_noise_aware_logp(
     b = float(scale)
     count = float(n)
     mean = pt.as_tensor_variable(mean)
-    values = pt.as_tensor_variable(noisy).ravel() if isinstance(noisy, pt.Variable) else released_values(noisy)
+    values = (noisy if isinstance(noisy, pt.Variable) else released_values(noisy)).ravel()
     if mean.type.ndim == 0:
         z = values[0]
         # A variance floor of (1e-10·b)² keeps the density finite when Var S → 0 (e.g. a

@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..families import PrivateStatistics, family_of_dist
+from ..families._noise_aware import released_values
 from ._graph import data_leaves, describe_leaf
 
 __all__ = ["observe_stats", "statistics_of", "statistics_loglik"]
@@ -63,8 +64,6 @@ def statistics_loglik(
     multivariate noise-aware likelihood needs (see
     :meth:`~pymc_dp.families.base.Family.noise_mixing_size`) and returns them.
     """
-    import pytensor.tensor as pt
-
     family = stats.family
     if noise_aware:
         if not family.supports_noise_aware:
@@ -80,7 +79,7 @@ def statistics_loglik(
         return family.noise_aware_loglik(
             stats.noisy, stats.n, stats.scale, stats.neighbouring, params, bounds=stats.bounds, noise_mixing=mixing
         )
-    return family.loglik(pt.as_tensor(np.asarray(stats.values, dtype=float)), float(stats.n), params)
+    return family.loglik(released_values(stats.values), float(stats.n), params)
 
 
 def observe_stats(

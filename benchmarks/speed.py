@@ -1,0 +1,168 @@
+"""Privacy at the speed of plain PyMC: every route's cost beside plain ``pm.sample``, in one process.
+
+The model is the one a user writes first: a Normal with unknown mean and standard
+deviation, ``mu ~ Normal(0, 10)``, ``sigma ~ HalfNormal(5)``, ``y ~ Normal(mu, sigma)``
+(records in the declared bounds ±10), 2 chains × (500 tune + 500 draws), ``cores=1``,
+PyMC's NUTS unless a row says otherwise. Rows:
+
+* ``plain``: ``pm.sample`` on the raw records (N = 10³ warm, best of ``--repeat``; 10⁵
+  and 10⁶ once: its cost is linear in N);
+* ``plugin``: ``pmdp.sample(epsilon=1, noise_aware=False)``;
+* ``default``: ``pmdp.sample(epsilon=1)`` — the noise-aware likelihood a user gets;
+* ``record_free``: ``pm.sample`` of the privatised (record-free) model alone, warm —
+  what ``pmdp.sample`` does after privatising; ``default − record_free`` is the
+  per-call overhead (validation, privatisation, model rewrite, ledger, release);
+* ``privatize``: ``pmdp.privatize`` of 10⁶ records alone;
+* ``nutpie``: the default route with ``nuts_sampler="nutpie"`` (if installed);
+* ``warlogs_plugin`` / ``warlogs_noise_aware``: the war-logs HMM engine, K = 10 states,
+  200 iterations, on one Laplace release (plug-in counts / counts summed out).
+
+Every private run is a new release (OpenDP's secure noise), as for a user: the timings
+include whatever a new release costs (no compile cache keyed on the numbers). "Warm"
+means an untimed call of the same kind ran first in the process, as it would in a
+session; the first call of a process pays PyTensor's and numba's compilation once
+(reported as ``default_first``).
+
+The ratios the targets speak of are computed and printed; results go to
+``benchmarks/results/speed.json`` and a Markdown table to ``speed.md``. Run with
+``python benchmarks/speed.py`` (``make bench`` runs it and prints the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from _timing import environment, write_results
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results"
+BOUNDS = {"y": {"x": (-10.0, 10.0)}}
+# PyMC's own NUTS unless a row says otherwise: PyMC 6 would pick nutpie whenever it is installed.
+SAMPLE = {"tune": 500, "chains": 2, "cores": 1, "progressbar": False, "nuts_sampler": "pymc"}
+DRAWS = 500
+
+#: name: (numerator, denominator, comparison, target)
+TARGETS = {
+    "default / plugin, N = 10³": ("default_1e3", "plugin_1e3", "<=", 1.5),
+    "default / plain, N = 10³": ("default_1e3", "plain_1e3", "<=", 2.0),
+    "plain / default, N = 10⁶": ("plain_1e6", "default_1e6", ">=", 20.0),
+    "overhead: default − record_free, N = 10³ (s)": ("default_1e3", "record_free_1e3", "diff<=", 0.3),
+    "warlogs noise-aware / plug-in, K = 10": ("warlogs_noise_aware", "warlogs_plugin", "<=", 3.0),
+}
+
+
+def normal_model(records: np.ndarray) -> Any:
+    import pymc as pm
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("y", mu, sigma, observed=records)
+    return model
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each small row (best used)")
+    parser.add_argument("--large", type=int, default=1_000_000, help="the large N")
+    parser.add_argument("--skip-warlogs", action="store_true")
+    parser.add_argument("--output", type=Path, default=RESULTS / "speed.json")
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    import pymc as pm
+
+    import pymc_dp as pmdp
+
+    rng = np.random.default_rng(0)
+    records = {n: rng.normal(1.0, 1.5, n) for n in (1_000, 100_000, args.large)}
+    seed = iter(range(1, 10_000))
+
+    def private(n: int, **options: Any) -> Callable[[], Any]:
+        return lambda: pmdp.sample(DRAWS, model=normal_model(records[n]), epsilon=1.0, bounds=BOUNDS,
+                                   random_seed=next(seed), **{**SAMPLE, **options})
+
+    def plain(n: int) -> Callable[[], Any]:
+        return lambda: pm.sample(DRAWS, model=normal_model(records[n]), random_seed=next(seed), **SAMPLE)
+
+    rows: dict[str, float] = {}
+
+    def row(name: str, fn: Callable[[], Any], repeat: int) -> None:
+        rows[name] = round(best_of(fn, repeat), 3)
+        print(f"{name:24} {rows[name]:8.2f} s", flush=True)
+
+    row("default_first", private(1_000), 1)  # the first call of the process: compilation included
+    plain(1_000)()  # warm-up of plain PyMC
+    row("plain_1e3", plain(1_000), args.repeat)
+    row("plugin_1e3", private(1_000, noise_aware=False), args.repeat)
+    row("default_1e3", private(1_000), args.repeat)
+    released = pmdp.privatize_model(normal_model(records[1_000]), 1.0, bounds=BOUNDS).model
+    row("record_free_1e3", lambda: pm.sample(DRAWS, model=released, random_seed=next(seed), **SAMPLE), args.repeat)
+    row("default_1e6", private(args.large), 1)
+    row("plugin_1e6", private(args.large, noise_aware=False), 1)
+    row("privatize_1e6", lambda: pmdp.privatize(records[args.large], "normal", 1.0, bounds={"x": (-10.0, 10.0)}), 3)
+    row("plain_1e5", plain(100_000), 1)
+    rows_plain_large = "plain_1e6"
+    row(rows_plain_large, plain(args.large), 1)
+    if importlib.util.find_spec("nutpie") is not None:
+        private(1_000, nuts_sampler="nutpie")()  # nutpie compiles its own model once per call; warm its caches
+        row("nutpie_1e3", private(1_000, nuts_sampler="nutpie"), args.repeat)
+    if not args.skip_warlogs:
+        warlogs_rows(row, args.repeat)
+
+    ratios = {}
+    for label, (num, den, how, target) in TARGETS.items():
+        if num not in rows or den not in rows:
+            continue
+        value = rows[num] - rows[den] if how == "diff<=" else rows[num] / rows[den]
+        ok = value <= target if how in ("<=", "diff<=") else value >= target
+        ratios[label] = {"value": round(value, 3), "target": f"{how.removeprefix('diff')} {target:g}", "met": ok}
+    write_results(args.output, {**environment(), "argv": sys.argv[1:] if argv is None else list(argv),
+                                "config": {"draws": DRAWS, **SAMPLE, "epsilon": 1.0, "bounds": BOUNDS["y"]["x"]},
+                                "rows": rows, "ratios": ratios})
+    table = markdown(rows, ratios)
+    args.output.with_suffix(".md").write_text(table)
+    print(table)
+    return 0 if all(r["met"] for r in ratios.values()) else 1
+
+
+def warlogs_rows(row: Callable[..., None], repeat: int) -> None:
+    """The war-logs engine on one release: plug-in counts against the noise-aware sampler (K = 10, 200 iterations)."""
+    import pymc_dp as pmdp
+    from pymc_dp.examples.warlogs import data, hmm, privacy
+
+    counts = data.feature_counts(data.generate("iraq", seed=0))
+    noisy = privacy.privatize_counts(counts, 1.0, ledger=pmdp.PrivacyLedger(), rng=0)
+    hmm.gibbs_hmm(noisy, 10, 4, 2)  # compile (cached on disk afterwards)
+    hmm.gibbs_hmm_noise_aware(noisy, 2.0, 10, 2, 1)
+    row("warlogs_plugin", lambda: hmm.gibbs_hmm(noisy, 10, 200, 100, seed=1), repeat)
+    row("warlogs_noise_aware", lambda: hmm.gibbs_hmm_noise_aware(noisy, 2.0, 10, 200, 100, seed=1), repeat)
+
+
+def markdown(rows: dict[str, float], ratios: dict[str, dict[str, Any]]) -> str:
+    lines = ["| run | seconds |", "|---|---|"]
+    lines += [f"| {name} | {seconds:.2f} |" for name, seconds in rows.items()]
+    lines += ["", "| ratio | measured | target | met |", "|---|---|---|---|"]
+    lines += [f"| {k} | {v['value']:.2f} | {v['target']} | {'yes' if v['met'] else 'NO'} |" for k, v in ratios.items()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
