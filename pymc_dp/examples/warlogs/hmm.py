@@ -32,7 +32,9 @@ a negative count on a category a state almost never emits rewards that state.
 Poisson counts observed through the Laplace noise, sums them out in FFBS and draws them
 exactly before the emission update. It removes the clamping bias (on the small preset
 with Laplace(1) noise, naive Bayes's category distribution is 0.13 away from the truth
-in L1 against the plug-in's 0.40) at about 20 times the plug-in's cost per iteration.
+in L1 against the plug-in's 0.40) at about 25 times the plug-in's cost per iteration
+(one core; benchmarks/warlogs_hmm.py): every marginal is a series of some 55 terms where
+the plug-in has one product.
 """
 
 from __future__ import annotations
@@ -304,17 +306,22 @@ def gibbs_hmm_noise_aware(
         states = rng.integers(0, k, size=(regions, months))
         log_theta = [np.full((k, c.shape[2]), -np.log(c.shape[2])) for c in y]
     log_mu = np.log(np.maximum(np.mean([c.sum(axis=2) for c in y], axis=0), 1.0))
-    draws = _Draws(iterations, burn_in, k, (regions, months), [c.shape[2] for c in y])
+    sizes = [c.shape[2] for c in y]
+    draws = _Draws(iterations, burn_in, k, (regions, months), sizes)
+    # The features side by side along the value axis: one compiled call per iteration, not one per feature.
+    y_all = np.ascontiguousarray(np.concatenate(y, axis=2))
+    inv_b = np.repeat(1.0 / scales, sizes)
+    cuts = np.cumsum(sizes)[:-1]
     for it in _iterations(iterations, progressbar, f"noise-aware HMM Gibbs (K = {k})"):
         log_trans, log_init = transition_log_draw(rng, transition_prior, states, k)
+        log_theta_all = np.concatenate(log_theta, axis=1)
         log_lik = np.zeros((regions, months, k))
-        for c, lt, b in zip(y, log_theta, scales):
-            add_log_marginals(log_lik, c, log_mu, lt, 1.0 / b, seen)
+        add_log_marginals(log_lik, y_all, log_mu, log_theta_all, inv_b, seen)
         states, log_norm = ffbs(log_lik, log_trans, log_init, rng)
-        true = [impute_counts(c, log_mu, lt, states, 1.0 / b, seen, rng.random(c.shape)) for c, lt, b in zip(y, log_theta, scales)]
-        log_theta = [emission_log_draw(rng, emission_prior, n, states, k) for n in true]
-        totals = sum(n.sum(axis=2) for n in true)
-        mu = rng.gamma(shape + totals, 1.0 / (rate + len(y)))
+        u = np.concatenate([rng.random(c.shape) for c in y], axis=2)
+        true_all = impute_counts(y_all, log_mu, log_theta_all, states, inv_b, seen, u)
+        log_theta = [emission_log_draw(rng, emission_prior, n, states, k) for n in np.split(true_all, cuts, axis=2)]
+        mu = rng.gamma(shape + true_all.sum(axis=2), 1.0 / (rate + len(y)))
         log_mu = np.where(seen, np.log(np.maximum(mu, 1e-300)), log_mu)
         draws.record(it, log_norm.sum(), states, log_theta, log_trans, log_init)
     return draws.fit()
