@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from pymc_dp.step_methods.ffbs import ffbs, forward_log_normalisers
+from pymc_dp.examples.warlogs.ffbs import ffbs, forward_log_normalisers
 
 
 def _enumerate(log_lik, log_trans, log_init):

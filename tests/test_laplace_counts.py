@@ -9,7 +9,7 @@ from scipy.stats import poisson
 
 from pymc_dp.examples.warlogs import data
 from pymc_dp.examples.warlogs.hmm import adjusted_rand_index, gibbs_hmm, gibbs_hmm_noise_aware
-from pymc_dp.step_methods.laplace_counts import add_log_marginals, impute_counts, log_marginal
+from pymc_dp.examples.warlogs.laplace_counts import add_log_marginals, impute_counts, log_marginal
 
 
 def _brute_force(y: float, lam: float, b: float) -> float:

@@ -13,7 +13,7 @@ an iteration does not depend on the number of records. One iteration:
 1. emissions: ``θ_{k,d} ~ Dir(β + Σ_{(r,t): s=k} n[r, t, d, ·])`` (conjugate);
 2. transitions and initial probabilities from the state-pair counts (conjugate);
 3. states: forward filtering, backward sampling per region given θ, A, π
-   (:func:`pymc_dp.step_methods.ffbs.ffbs`), a blocked update that mixes much faster
+   (:func:`pymc_dp.examples.warlogs.ffbs.ffbs`), a blocked update that mixes much faster
    than single-site updates. (The paper collapsed the transitions out and updated one
    state at a time; FFBS needs the transitions sampled, and the two do not combine
    exactly, so this sampler keeps them.)
@@ -44,9 +44,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ...step_methods.ffbs import ffbs
-from ...step_methods.laplace_counts import add_log_marginals, impute_counts
-from ...step_methods.hmm import (
+from .ffbs import ffbs
+from .laplace_counts import add_log_marginals, impute_counts
+from .steps import (
     check_floor,
     clamped_counts,
     emission_log_draw,
@@ -182,7 +182,7 @@ def gibbs_hmm(
     floors
         Per feature, a floor a₀ with every emission probability restricted to θ ≥ a₀
         (OPS's truncation); the emissions are then updated by truncated-Dirichlet
-        sweeps (:func:`~pymc_dp.step_methods.hmm.truncated_dirichlet_update`).
+        sweeps (:func:`~pymc_dp.examples.warlogs.steps.truncated_dirichlet_update`).
     seed
         Seed or generator.
     progressbar
@@ -247,9 +247,9 @@ def gibbs_hmm_noise_aware(
     1. transitions and initial probabilities from the state pairs (conjugate);
     2. states by FFBS with the true counts summed out: each cell's likelihood under
        state k is ``Π_{d,j} p(y | μ θ_{k,d,j})``
-       (:func:`~pymc_dp.step_methods.laplace_counts.add_log_marginals`);
+       (:func:`~pymc_dp.examples.warlogs.laplace_counts.add_log_marginals`);
     3. the true counts drawn exactly given the states
-       (:func:`~pymc_dp.step_methods.laplace_counts.impute_counts`);
+       (:func:`~pymc_dp.examples.warlogs.laplace_counts.impute_counts`);
     4. emissions ``θ_{k,d} ~ Dir(β + Σ_{s=k} n)`` and rates
        ``μ[r, t] ~ Gamma(a + Σ_{d,j} n, c + D)`` (conjugate).
 
