@@ -44,6 +44,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ._numba import require
 from .ffbs import ffbs
 from .laplace_counts import add_log_marginals, impute_counts
 from .steps import (
@@ -281,7 +282,14 @@ def gibbs_hmm_noise_aware(
     Returns
     -------
     HMMFit
+
+    Raises
+    ------
+    ImportError
+        If numba, the ``warlogs`` extra, is missing (the marginals and imputation are
+        compiled; :func:`gibbs_hmm` runs without it).
     """
+    require("gibbs_hmm_noise_aware")
     y = [np.asarray(c, dtype=float) for c in noisy_counts]
     if not y or any(c.ndim != 3 for c in y) or len({c.shape[:2] for c in y}) > 1:
         raise ValueError("noisy_counts must hold one (R, T, K_d) array per feature, all on one (R, T) grid.")
