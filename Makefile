@@ -15,7 +15,7 @@ VENV ?= $(if $(filter $(PRIMARY),$(TARGET)),.venv,.venv-$(TARGET))
 LOCK := locks/$(TARGET).txt
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS ?= test,docs,blas
+EXTRAS ?= test,docs,blas,warlogs
 
 .PHONY: demo test test-secondary test-slow test-study test-all docs bench lock canary python clean
 

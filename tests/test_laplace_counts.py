@@ -9,7 +9,7 @@ from scipy.stats import poisson
 
 from pymc_dp.examples.warlogs import data
 from pymc_dp.examples.warlogs.hmm import adjusted_rand_index, gibbs_hmm, gibbs_hmm_noise_aware
-from pymc_dp.step_methods.laplace_counts import add_log_marginals, impute_counts, log_marginal
+from pymc_dp.examples.warlogs.laplace_counts import add_log_marginals, impute_counts, log_marginal
 
 
 def _brute_force(y: float, lam: float, b: float) -> float:
@@ -26,6 +26,36 @@ def test_log_marginal_matches_the_full_sum():
         ref = _brute_force(y, lam, b)
         # the window drops terms below e^-36 of the mode's; the rest is rounding in the ratio walk
         assert log_marginal(y, np.log(lam), 1 / b) == pytest.approx(ref, rel=1e-9, abs=1e-9)
+
+
+def _closed_form(y: float, lam: float, b: float) -> float:
+    """The same sum through two Poisson tails at λe^{±1/b}, in 40-digit arithmetic (an independent reference)."""
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(40):
+        y, lam, b = mpmath.mpf(y), mpmath.mpf(lam), mpmath.mpf(b)
+        m = int(mpmath.floor(y))
+        lo, hi = lam * mpmath.e ** (1 / b), lam * mpmath.e ** (-1 / b)
+        below = mpmath.e ** (lo - y / b) * mpmath.gammainc(m + 1, lo, mpmath.inf, regularized=True) if m >= 0 else 0
+        above = mpmath.e ** (hi + y / b) * (mpmath.gammainc(m + 1, 0, hi, regularized=True) if m >= 0 else 1)
+        return float(mpmath.log(below + above) - lam)
+
+
+def test_log_marginal_is_exact_to_rounding():
+    """The truncation leaves out less than 2e-16 of the sum (module docstring): only rounding remains.
+
+    The log-marginal is a difference of terms as large as λ and |y|/b, so its rounding
+    error scales with them; 1e-13 of that scale is about 500 ulps.
+    """
+    rng = np.random.default_rng(5)
+    cases = [(3.0, 0.5, 3.0), (3.0, 0.5, -2.5), (1e-9, 2.0, 40.0), (4000.0, 2.0, 3500.5), (0.3, 40.0, 2.0), (700.0, 0.2, 650.0)]
+    for _ in range(300):
+        lam = float(np.exp(rng.uniform(-8, 9)))
+        b = float(np.exp(rng.uniform(-2, 5)))
+        y = float(rng.normal(lam, 3 * b + np.sqrt(lam))) if rng.random() < 0.8 else float(rng.uniform(-500, 5000))
+        cases.append((lam, b, float(np.round(y)) if rng.random() < 0.2 else y))
+    for lam, b, y in cases:
+        scale = max(1.0, lam, abs(y) / b)
+        assert abs(log_marginal(y, np.log(lam), 1 / b) - _closed_form(y, lam, b)) <= 1e-13 * scale, (lam, b, y)
 
 
 def test_log_marginal_of_a_zero_rate_is_the_noise_at_zero():
@@ -46,6 +76,43 @@ def test_imputation_draws_the_exact_conditional():
     # each bin's frequency has s.d. sqrt(p(1-p)/N); 5 s.d. over 120 bins fails by chance with prob. < 1e-4
     assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / draws) + 1e-5)
     assert values.min() >= 0
+
+
+@pytest.mark.parametrize(
+    ("lam", "b", "y"),
+    [(20.0, 5.0, 8.0), (3.0, 0.7, 12.6), (150.0, 2.0, 149.0), (0.2, 3.0, -4.2), (60.0, 30.0, 95.5)],
+)
+def test_imputation_is_exact_on_both_sides_of_the_mode(lam, b, y):
+    """Counts below, at and above y; noise sharper or flatter than the Poisson; the draws follow the exact pmf."""
+    draws = 100_000
+    rng = np.random.default_rng(int(lam * 10 + b))
+    values = impute_counts(
+        np.full((1, 1, draws), y), np.zeros((1, 1)), np.full((1, draws), np.log(lam)), np.zeros((1, 1), dtype=np.int64),
+        1 / b, np.ones((1, 1), dtype=bool), rng.random((1, 1, draws)),
+    )[0, 0]
+    n = np.arange(int(lam + abs(y) + 30 * b + 100))
+    log_p = poisson.logpmf(n, lam) - np.abs(y - n) / b
+    p = np.exp(log_p - logsumexp(log_p))
+    freq = np.bincount(values, minlength=n.size)[: n.size] / draws
+    assert values.max() < n.size
+    # 5 s.d. per bin: a chance failure anywhere has probability below 1e-4
+    assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / draws) + 1e-5)
+
+
+def test_one_call_with_per_value_scales_equals_one_call_per_release():
+    rng = np.random.default_rng(6)
+    y = [rng.normal(30, 5, (2, 4, 3)), rng.normal(2, 3, (2, 4, 5))]
+    log_theta = [np.log(rng.dirichlet(np.ones(3), 2)), np.log(rng.dirichlet(np.ones(5), 2))]
+    log_mu, seen, scales = np.log(rng.uniform(10, 90, (2, 4))), np.ones((2, 4), dtype=bool), [0.5, 3.0]
+    apart = np.zeros((2, 4, 2))
+    for c, lt, b in zip(y, log_theta, scales):
+        add_log_marginals(apart, c, log_mu, lt, 1 / b, seen)
+    together = np.zeros((2, 4, 2))
+    inv_b = np.repeat(1 / np.array(scales), [3, 5])
+    add_log_marginals(together, np.concatenate(y, axis=2), log_mu, np.concatenate(log_theta, axis=1), inv_b, seen)
+    np.testing.assert_allclose(together, apart, rtol=1e-14)
+    with pytest.raises(ValueError, match="inv_b"):
+        add_log_marginals(together, np.concatenate(y, axis=2), log_mu, np.concatenate(log_theta, axis=1), [1.0, 2.0], seen)
 
 
 def test_unobserved_cells_add_nothing_and_impute_zero():

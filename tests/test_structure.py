@@ -37,3 +37,17 @@ def test_every_route_is_a_plan_executed_the_same_way():
         assert inspect.signature(planner).return_annotation not in (inspect.Signature.empty, None)
     plans = {cls.__name__ for cls in RoutePlan.__subclasses__()}
     assert {"LaplacePlan", "OPSRun", "GibbsRun", "SAARun", "ChosenRoute"} <= plans
+
+
+def test_only_the_command_line_imports_the_examples():
+    """The examples (the war-logs case study and its samplers among them) sit on top of the library: no upward imports."""
+    upward = re.compile(r"^\s*(?:from|import)\s+(?:pymc_dp\.examples|\.+examples)\b")
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] == "examples" or relative == Path("cli.py"):
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if upward.search(line):
+                offenders.append(f"{relative}:{n}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

@@ -57,7 +57,7 @@ def test_naive_bayes_is_the_one_state_case():
 
 
 def test_noisy_counts_are_clamped_cell_by_cell():
-    from pymc_dp.step_methods.hmm import clamped_counts
+    from pymc_dp.examples.warlogs.steps import clamped_counts
 
     noisy = np.array([[[3.5, -2.0], [-0.1, 4.0]]])
     np.testing.assert_array_equal(clamped_counts(noisy), [[[3.5, 0.0], [0.0, 4.0]]])

@@ -9,7 +9,7 @@ import pytest
 from pymc_dp import _compat
 from pymc_dp.examples.warlogs import data, hmm
 from pymc_dp.examples.warlogs import model as warlogs_model
-from pymc_dp.step_methods.hmm import DirichletCountsGibbs
+from pymc_dp.examples.warlogs.steps import DirichletCountsGibbs
 
 
 pytestmark = pytest.mark.usefixtures("quiet_pymc")

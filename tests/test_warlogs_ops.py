@@ -9,7 +9,7 @@ import pytest
 
 from pymc_dp.examples.warlogs import data, heldout, hmm
 from pymc_dp.examples.warlogs.ops import ops_temperature
-from pymc_dp.step_methods.hmm import truncated_dirichlet_update
+from pymc_dp.examples.warlogs.steps import truncated_dirichlet_update
 
 
 def test_ops_temperature_follows_the_floors():

@@ -12,7 +12,7 @@ from pymc_dp.accounting import Budget, BudgetExceededError, PrivacyLedger
 from pymc_dp.examples.warlogs import data, fit_ops, ops_temperature
 from pymc_dp.examples.warlogs import model as warlogs_model
 from pymc_dp.routes.ops import CONVERGENCE_ASSUMPTION, MECHANISM
-from pymc_dp.step_methods.hmm import DirichletCountsGibbs
+from pymc_dp.examples.warlogs.steps import DirichletCountsGibbs
 
 pytestmark = pytest.mark.usefixtures("quiet_pymc")
 

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         subprocess.run([args.python, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{ROOT}[test]"], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{ROOT}[test,warlogs]"], check=True)
     except subprocess.CalledProcessError as err:
         print(f"canary [{args.target}]: COULD NOT INSTALL the newest releases ({err}); nothing was tested.")
         return 2

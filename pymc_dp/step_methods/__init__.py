@@ -8,9 +8,10 @@
 Both emit their cost per draw as the sample stats ``dp_epsilon`` and ``dp_delta``
 (tuning draws included); ``pmdp.sample(method="gibbs")`` builds the ledger from them.
 
-Also here, for models of count data (the war-logs case study): :mod:`.hmm` (Gibbs steps
-for HMMs over per-step counts), :mod:`.ffbs` (compiled forward filtering, backward
-sampling) and :mod:`.laplace_counts` (Poisson counts observed through Laplace noise).
+The war-logs case study's samplers (Gibbs steps for HMMs over per-step counts, FFBS,
+Poisson counts seen through Laplace noise) are not private steps and serve that study
+only: they live with it, in :mod:`pymc_dp.examples.warlogs.steps`,
+:mod:`~pymc_dp.examples.warlogs.ffbs` and :mod:`~pymc_dp.examples.warlogs.laplace_counts`.
 """
 
 from ._updates import NotConjugateError

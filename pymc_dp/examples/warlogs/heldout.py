@@ -34,6 +34,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ._numba import require
 from .data import feature_counts, generate
 from .hmm import HMMFit, gibbs_hmm, gibbs_hmm_noise_aware
 from .ops import ops_temperature
@@ -138,7 +139,14 @@ def run_heldout(
     seed: int = 0,
     progress: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run the experiment; one row per (split, model, route, ε) with the held-out log-likelihood per record."""
+    """Run the experiment; one row per (split, model, route, ε) with the held-out log-likelihood per record.
+
+    Raises
+    ------
+    ImportError
+        Before any fit, if numba (the ``warlogs`` extra) is missing: the noise-aware fits need it.
+    """
+    require("the held-out experiment (its noise-aware fits)")
     logs = generate(preset, seed=seed)
     counts = feature_counts(logs)
     rng = np.random.default_rng([seed, 1])

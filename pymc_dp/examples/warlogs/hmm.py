@@ -13,7 +13,7 @@ an iteration does not depend on the number of records. One iteration:
 1. emissions: ``θ_{k,d} ~ Dir(β + Σ_{(r,t): s=k} n[r, t, d, ·])`` (conjugate);
 2. transitions and initial probabilities from the state-pair counts (conjugate);
 3. states: forward filtering, backward sampling per region given θ, A, π
-   (:func:`pymc_dp.step_methods.ffbs.ffbs`), a blocked update that mixes much faster
+   (:func:`pymc_dp.examples.warlogs.ffbs.ffbs`), a blocked update that mixes much faster
    than single-site updates. (The paper collapsed the transitions out and updated one
    state at a time; FFBS needs the transitions sampled, and the two do not combine
    exactly, so this sampler keeps them.)
@@ -32,7 +32,9 @@ a negative count on a category a state almost never emits rewards that state.
 Poisson counts observed through the Laplace noise, sums them out in FFBS and draws them
 exactly before the emission update. It removes the clamping bias (on the small preset
 with Laplace(1) noise, naive Bayes's category distribution is 0.13 away from the truth
-in L1 against the plug-in's 0.40) at about 20 times the plug-in's cost per iteration.
+in L1 against the plug-in's 0.40) at about 25 times the plug-in's cost per iteration
+(one core; benchmarks/warlogs_hmm.py): every marginal is a series of some 55 terms where
+the plug-in has one product.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ...step_methods.ffbs import ffbs
-from ...step_methods.laplace_counts import add_log_marginals, impute_counts
-from ...step_methods.hmm import (
+from ._numba import require
+from .ffbs import ffbs
+from .laplace_counts import add_log_marginals, impute_counts
+from .steps import (
     check_floor,
     clamped_counts,
     emission_log_draw,
@@ -180,7 +183,7 @@ def gibbs_hmm(
     floors
         Per feature, a floor a₀ with every emission probability restricted to θ ≥ a₀
         (OPS's truncation); the emissions are then updated by truncated-Dirichlet
-        sweeps (:func:`~pymc_dp.step_methods.hmm.truncated_dirichlet_update`).
+        sweeps (:func:`~pymc_dp.examples.warlogs.steps.truncated_dirichlet_update`).
     seed
         Seed or generator.
     progressbar
@@ -245,9 +248,9 @@ def gibbs_hmm_noise_aware(
     1. transitions and initial probabilities from the state pairs (conjugate);
     2. states by FFBS with the true counts summed out: each cell's likelihood under
        state k is ``Π_{d,j} p(y | μ θ_{k,d,j})``
-       (:func:`~pymc_dp.step_methods.laplace_counts.add_log_marginals`);
+       (:func:`~pymc_dp.examples.warlogs.laplace_counts.add_log_marginals`);
     3. the true counts drawn exactly given the states
-       (:func:`~pymc_dp.step_methods.laplace_counts.impute_counts`);
+       (:func:`~pymc_dp.examples.warlogs.laplace_counts.impute_counts`);
     4. emissions ``θ_{k,d} ~ Dir(β + Σ_{s=k} n)`` and rates
        ``μ[r, t] ~ Gamma(a + Σ_{d,j} n, c + D)`` (conjugate).
 
@@ -279,7 +282,14 @@ def gibbs_hmm_noise_aware(
     Returns
     -------
     HMMFit
+
+    Raises
+    ------
+    ImportError
+        If numba, the ``warlogs`` extra, is missing (the marginals and imputation are
+        compiled; :func:`gibbs_hmm` runs without it).
     """
+    require("gibbs_hmm_noise_aware")
     y = [np.asarray(c, dtype=float) for c in noisy_counts]
     if not y or any(c.ndim != 3 for c in y) or len({c.shape[:2] for c in y}) > 1:
         raise ValueError("noisy_counts must hold one (R, T, K_d) array per feature, all on one (R, T) grid.")
@@ -304,17 +314,22 @@ def gibbs_hmm_noise_aware(
         states = rng.integers(0, k, size=(regions, months))
         log_theta = [np.full((k, c.shape[2]), -np.log(c.shape[2])) for c in y]
     log_mu = np.log(np.maximum(np.mean([c.sum(axis=2) for c in y], axis=0), 1.0))
-    draws = _Draws(iterations, burn_in, k, (regions, months), [c.shape[2] for c in y])
+    sizes = [c.shape[2] for c in y]
+    draws = _Draws(iterations, burn_in, k, (regions, months), sizes)
+    # The features side by side along the value axis: one compiled call per iteration, not one per feature.
+    y_all = np.ascontiguousarray(np.concatenate(y, axis=2))
+    inv_b = np.repeat(1.0 / scales, sizes)
+    cuts = np.cumsum(sizes)[:-1]
     for it in _iterations(iterations, progressbar, f"noise-aware HMM Gibbs (K = {k})"):
         log_trans, log_init = transition_log_draw(rng, transition_prior, states, k)
+        log_theta_all = np.concatenate(log_theta, axis=1)
         log_lik = np.zeros((regions, months, k))
-        for c, lt, b in zip(y, log_theta, scales):
-            add_log_marginals(log_lik, c, log_mu, lt, 1.0 / b, seen)
+        add_log_marginals(log_lik, y_all, log_mu, log_theta_all, inv_b, seen)
         states, log_norm = ffbs(log_lik, log_trans, log_init, rng)
-        true = [impute_counts(c, log_mu, lt, states, 1.0 / b, seen, rng.random(c.shape)) for c, lt, b in zip(y, log_theta, scales)]
-        log_theta = [emission_log_draw(rng, emission_prior, n, states, k) for n in true]
-        totals = sum(n.sum(axis=2) for n in true)
-        mu = rng.gamma(shape + totals, 1.0 / (rate + len(y)))
+        u = np.concatenate([rng.random(c.shape) for c in y], axis=2)
+        true_all = impute_counts(y_all, log_mu, log_theta_all, states, inv_b, seen, u)
+        log_theta = [emission_log_draw(rng, emission_prior, n, states, k) for n in np.split(true_all, cuts, axis=2)]
+        mu = rng.gamma(shape + true_all.sum(axis=2), 1.0 / (rate + len(y)))
         log_mu = np.where(seen, np.log(np.maximum(mu, 1e-300)), log_mu)
         draws.record(it, log_norm.sum(), states, log_theta, log_trans, log_init)
     return draws.fit()

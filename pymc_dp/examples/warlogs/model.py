@@ -1,10 +1,10 @@
 """The war-logs HMM as a PyMC model, sampled by ``pm.sample`` with the project's Gibbs steps.
 
-:func:`hmm_model` builds the model of :mod:`pymc_dp.step_methods.hmm` on given counts
+:func:`hmm_model` builds the model of :mod:`pymc_dp.examples.warlogs.steps` on given counts
 (exact, or the noisy release of the Laplace route); :func:`fit_hmm` samples it with
-:class:`~pymc_dp.step_methods.hmm.HMMStatesFFBS`,
-:class:`~pymc_dp.step_methods.hmm.DirichletCountsGibbs` (one per feature) and
-:class:`~pymc_dp.step_methods.hmm.HMMTransitionsGibbs` inside ``pm.sample``, so the
+:class:`~pymc_dp.examples.warlogs.steps.HMMStatesFFBS`,
+:class:`~pymc_dp.examples.warlogs.steps.DirichletCountsGibbs` (one per feature) and
+:class:`~pymc_dp.examples.warlogs.steps.HMMTransitionsGibbs` inside ``pm.sample``, so the
 result is an ordinary PyMC trace (a ``DataTree`` on PyMC 6) that ArviZ reads.
 
 The counts are graph constants, not ``pm.Data``: nothing of them is written to the
@@ -75,7 +75,7 @@ def hmm_model(
     import pymc as pm
     import pytensor.tensor as pt
 
-    from ...step_methods.hmm import clamped_counts
+    from .steps import clamped_counts
 
     k = int(num_states)
     if k < 1:
@@ -113,7 +113,7 @@ def hmm_model(
 
 def _check_floors(floors: Sequence[float] | None, arrays: Sequence[np.ndarray]) -> list[float] | None:
     """One checked floor per feature (``0 < a₀ < 1/K_d``), or ``None``."""
-    from ...step_methods.hmm import check_floor
+    from .steps import check_floor
 
     if floors is None:
         return None
@@ -148,14 +148,14 @@ def hmm_steps(
         As in :func:`hmm_model`.
     floors
         As in :func:`hmm_model`: with floors, each emission step is a truncated-Dirichlet
-        sweep (:class:`~pymc_dp.step_methods.hmm.DirichletCountsGibbs` with ``floor=``).
+        sweep (:class:`~pymc_dp.examples.warlogs.steps.DirichletCountsGibbs` with ``floor=``).
 
     Returns
     -------
     list
         The step methods, for ``pm.sample(step=...)``.
     """
-    from ...step_methods.hmm import DirichletCountsGibbs, HMMStatesFFBS, HMMTransitionsGibbs, clamped_counts
+    from .steps import DirichletCountsGibbs, HMMStatesFFBS, HMMTransitionsGibbs, clamped_counts
 
     emissions = [model[f"theta_{name}"] for name in features]
     arrays = [clamped_counts(c, f"counts[{d}]") for d, c in enumerate(counts)]

@@ -164,7 +164,7 @@ def fit_ops(
     >>> released = fit_ops(counts, 2, 1.0, ledger=ledger, draws=20, tune=20)  # doctest: +SKIP
     """
     from ...trace import release
-    from ...step_methods.hmm import clamped_counts
+    from .steps import clamped_counts
     from .model import fit_hmm
 
     eps = check_epsilon(epsilon)
