@@ -17,7 +17,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXTRAS ?= test,docs,blas,warlogs
 
-.PHONY: demo test test-secondary test-slow test-study test-all docs bench lock canary python clean
+.PHONY: demo test test-secondary test-slow test-study test-all test-nutpie docs bench lock canary python clean
 
 python:
 	@test -n "$(PYTHON)" || { echo "No Python $(PYTHON_VERSION_$(TARGET)) found for target $(TARGET) (tried PATH and pyenv); install it or pass PYTHON=/path/to/python$(PYTHON_VERSION_$(TARGET))." >&2; exit 1; }
@@ -55,6 +55,12 @@ test-secondary:
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
 
+# nuts_sampler="nutpie" on the routes that accept it: installs the optional extra (pinned by the
+# lock) and runs the tests marked nutpie. The default suite runs PyMC's NUTS either way.
+test-nutpie: $(STAMP)
+	$(PY) -m pip install --quiet -c $(LOCK) -e ".[nutpie]"
+	$(PY) -m pytest -m nutpie tests/test_nuts_sampler.py
+
 # The full-size calibration study (about an hour on 2 cores); too long for CI.
 test-study: $(STAMP)
 	$(PY) -m pytest -m study
@@ -67,6 +73,7 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -c $(LOCK) -e ".[bench]"
+	$(PY) benchmarks/speed.py
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/laplace_route.py
 	$(PY) benchmarks/ops_efficiency.py
