@@ -93,3 +93,15 @@ def test_an_absent_sampler_is_refused_before_anything_is_spent():
         pmdp.sample(50, model=_normal_model(50), epsilon=1.0, bounds=BOUNDS, nuts_sampler="no-such-sampler",
                     ledger=ledger, progressbar=False)
     assert not ledger.entries
+
+
+@pytest.mark.nutpie
+@pytest.mark.skipif(not HAS_NUTPIE, reason="nutpie is the optional extra pymc-dp[nutpie]")
+def test_laplace_route_runs_pymc_nuts_unless_asked_even_where_nutpie_is_installed():
+    """PyMC 6 would pick nutpie; its per-model compilation outweighs a record-free model's sampling."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = pmdp.sample(100, model=_normal_model(100), epsilon=2.0, bounds=BOUNDS, tune=100, chains=1,
+                            random_seed=5, progressbar=False, noise_rng=5)
+    assert idata.posterior.attrs.get("inference_library") != "nutpie"
+    assert "tree_depth" in idata.sample_stats  # PyMC's NUTS statistics

@@ -133,3 +133,26 @@ def test_public_declarations_of_the_private_records_themselves_are_refused():
         pm.Bernoulli("y", logit_p=X @ pm.Normal("b", 0, 1, shape=3), observed=Y)
     with pytest.raises(ValueError, match="the records' own covariates"):
         plan_logistic_privatization(alone, 1.0, bounds={"y": {"x": (-1, 1)}}, features=X.copy())
+
+
+def test_a_regression_observed_through_a_data_container_with_dims_is_privatised():
+    """observed=pm.Data(..., dims=...) (the gallery's form) reaches the likelihood through a wrapper."""
+    import warnings
+
+    import pymc_dp as pmdp
+
+    n = 150
+    rng = np.random.default_rng(12)
+    x = rng.uniform(-1.0, 1.0, (n, 2))
+    y = 1.0 + x @ np.array([2.0, -1.0]) + rng.normal(0.0, 0.3, n)
+    with pm.Model(coords={"obs": range(n), "coef": ["x1", "x2"]}) as model:
+        a = pm.Normal("a", 0.0, 5.0)
+        beta = pm.Normal("beta", 0.0, 5.0, dims="coef")
+        sigma = pm.HalfNormal("sigma", 2.0)
+        design = pm.Data("X", x, dims=("obs", "coef"))
+        pm.Normal("y", a + design @ beta, sigma, observed=pm.Data("y_obs", y, dims="obs"), dims="obs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        private = pmdp.privatize_model(model, 1e4, bounds={"y": {"x": (-1.0, 1.0), "y": (-5.0, 7.0)}}, rng=1)
+    assert private.statistics["y"].family.name == "linear_regression"
+    assert private.statistics["y"].n == n

@@ -588,7 +588,16 @@ def _refuse_copies(model: Any, public: frozenset[str]) -> None:
 
 
 def _observed_value(value: Any) -> np.ndarray:
-    return np.asarray(value.get_value(borrow=True) if hasattr(value, "get_value") else value.data)
+    """The observed value in the model's graph form: a constant, a data container, or an expression of one."""
+    from pymc.model.fgraph import ModelVar
+
+    while value.owner is not None and isinstance(value.owner.op, ModelVar):  # pm.Data's wrapper
+        value = value.owner.inputs[0]
+    if hasattr(value, "get_value"):
+        return np.asarray(value.get_value(borrow=True))
+    if hasattr(value, "data"):
+        return np.asarray(value.data)
+    return np.asarray(value.eval())  # e.g. pm.Data(..., dims=...) seen through a shape check
 
 
 def _use_noise_aware(setting: bool | str, family: Any, neighbouring: str, name: str) -> bool:

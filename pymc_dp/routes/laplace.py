@@ -96,7 +96,7 @@ def plan_laplace(
                 "its privatised statistics were paid for when pmdp.privatize ran."
             )
         return LaplacePlan(ledger=_ledger_of_statistics(model, ledger), model=model, draws=draws,
-                           pm_kwargs=dict(pm_kwargs))
+                           pm_kwargs=pymc_nuts_unless_asked(pm_kwargs))
     if epsilon is None:
         raise ValueError(
             f"the model observes records ({', '.join(map(repr, private_names))}); pass epsilon= to privatise "
@@ -113,8 +113,19 @@ def plan_laplace(
     check_initvals(model, pm_kwargs.get("initvals"))
     return LaplacePlan(
         ledger=ledger, entries=privatization.entries(), model=model, draws=draws, privatization=privatization,
-        noise_rng=options.noise_rng, pm_kwargs=dict(pm_kwargs),
+        noise_rng=options.noise_rng, pm_kwargs=pymc_nuts_unless_asked(pm_kwargs),
     )
+
+
+def pymc_nuts_unless_asked(pm_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``pm.sample``'s keywords with PyMC's own NUTS unless ``nuts_sampler=`` names another.
+
+    PyMC 6 picks nutpie whenever it is installed. The model sampled here is record-free
+    (parameters and a few released numbers), so each evaluation costs microseconds and
+    nutpie's compilation of every new model (2–4 s a call) would dominate; a user who
+    wants it anyway passes ``nuts_sampler="nutpie"``.
+    """
+    return {"nuts_sampler": "pymc", **pm_kwargs}
 
 
 # Wall-clock statistics say nothing about the posterior; they are left out of every
