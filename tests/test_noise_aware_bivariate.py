@@ -20,7 +20,7 @@ from scipy import integrate, stats as sps
 from scipy.special import erfcx
 
 import pymc_dp as pmdp
-from pymc_dp.families._bivariate import _NODES, _LOG_WEIGHTS, _kernel, _log_erfcx_and_slope, _normal_laplace
+from pymc_dp.families._bivariate import _log_erfcx_and_slope, _normal_laplace, density
 from pymc_dp.families._bivariate import bivariate_normal_laplace
 
 
@@ -91,7 +91,7 @@ def test_density_matches_adaptive_quadrature_on_random_cases():
     errors = []
     for _ in range(60):
         z, m, c, b = _case(rng)
-        errors.append(abs(_kernel(z, m, c, b, _NODES, _LOG_WEIGHTS)[0] - _reference(z, m, c, b)))
+        errors.append(abs(density(z, m, c, b)[0] - _reference(z, m, c, b)))
     # The trapezoid rule in log u converges geometrically (module docstring): typically
     # ~1e-8; 1e-3 in a log density is far below what any posterior could show.
     assert np.median(errors) < 1e-6 and max(errors) < 1e-3
@@ -101,8 +101,8 @@ def test_gradient_matches_finite_differences():
     rng = np.random.default_rng(7)
     for _ in range(40):
         z, m, c, b = _case(rng)
-        _, d_mean, d_cov = _kernel(z, m, c, b, _NODES, _LOG_WEIGHTS)
-        f = lambda mm, cc: _kernel(z, mm, cc, b, _NODES, _LOG_WEIGHTS)[0]  # noqa: E731
+        _, d_mean, d_cov = density(z, m, c, b)
+        f = lambda mm, cc: density(z, mm, cc, b)[0]  # noqa: E731
         for i in range(2):
             h = 1e-6 * math.sqrt(c[i, i])
             e = np.eye(2)[i] * h
@@ -123,10 +123,10 @@ def test_limits_uncorrelated_is_a_product_and_tiny_noise_is_the_bivariate_normal
     b = 1.7
     product = _normal_laplace(z[0] - m[0], 2.0, b)[0] + _normal_laplace(z[1] - m[1], 3.0, b)[0]
     # the second factor is the quadrature's (exact in the first): its documented accuracy, ~1e-8 here
-    assert _kernel(z, m, c, b, _NODES, _LOG_WEIGHTS)[0] == pytest.approx(product, abs=1e-6)
+    assert density(z, m, c, b)[0] == pytest.approx(product, abs=1e-6)
     c = np.array([[4.0, 3.0], [3.0, 9.0]])
     exact = sps.multivariate_normal(m, c).logpdf(z)
-    assert _kernel(z, m, c, 1e-6, _NODES, _LOG_WEIGHTS)[0] == pytest.approx(exact, abs=1e-5)
+    assert density(z, m, c, 1e-6)[0] == pytest.approx(exact, abs=1e-5)
 
 
 def test_op_in_a_pytensor_graph_gives_the_kernel_value_and_gradient():
@@ -141,7 +141,9 @@ def test_op_in_a_pytensor_graph_gives_the_kernel_value_and_gradient():
     v = 1.69
     m_np = 50 * np.array([0.7, 0.49 + v])
     c_np = 50 * np.array([[v, 1.4 * v], [1.4 * v, 2 * v * v + 4 * 0.49 * v]])
-    assert value == pytest.approx(_kernel(z, m_np, c_np, 12.0, _NODES, _LOG_WEIGHTS)[0], rel=1e-12)
+    # PyTensor's and NumPy's moments differ in the last bits, which may move a node across the
+    # pruning threshold: the kernel's documented tolerance (69·e^−20 ≈ 1.4e-7), not 1e-12
+    assert value == pytest.approx(density(z, m_np, c_np, 12.0)[0], abs=2e-7)
     g = pytensor.function([mu, sigma], logp)
     h = 1e-6
     assert g_mu == pytest.approx((g(0.7 + h, 1.3) - g(0.7 - h, 1.3)) / (2 * h), rel=1e-5)
