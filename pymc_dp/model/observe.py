@@ -105,8 +105,10 @@ def observe_stats(
       the value actually released (noisy, unprojected), the true statistic summed
       or integrated out against the known Laplace noise, so the posterior carries
       the uncertainty the noise added. Exact for Bernoulli and Binomial counts (up
-      to 5,000 trials); the central-limit form otherwise. A release of several
-      numbers (Normal with unknown σ, Categorical, Multinomial, linear regression)
+      to 5,000 trials); the central-limit form otherwise. A release of two numbers
+      (Normal with unknown σ) gets the bivariate Normal ⊛ Laplace density itself
+      (:mod:`pymc_dp.families._bivariate`); a release of more (Categorical,
+      Multinomial above 150 trials, linear regression)
       adds latent variables ``{name}_noise_mixing`` (one Exponential(1) per number,
       the Laplace noise written as a scale mixture of normals) that the sampler
       draws with the parameters; they depend on the release only, so they may be
