@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 import numpy as np
 from _timing import environment, write_results
+from laplace_route import make_model as normal_model  # the same Normal model (unknown mu and sigma)
 
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
@@ -57,16 +58,6 @@ TARGETS = {
     "overhead: default − record_free, N = 10³ (s)": ("default_1e3", "record_free_1e3", "diff<=", 0.3),
     "warlogs noise-aware / plug-in, K = 10": ("warlogs_noise_aware", "warlogs_plugin", "<=", 3.0),
 }
-
-
-def normal_model(records: np.ndarray) -> Any:
-    import pymc as pm
-
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 10.0)
-        sigma = pm.HalfNormal("sigma", 5.0)
-        pm.Normal("y", mu, sigma, observed=records)
-    return model
 
 
 def best_of(fn: Callable[[], Any], repeat: int) -> float:
