@@ -20,6 +20,7 @@ from ..model import statistics_of
 from ..model.privatize_model import PrivatizationPlan, _check_public, plan_privatization
 from ..trace import check_release_plan
 from .base import Ran, RoutePlan, check_initvals, check_step_model
+from .nutpie_cache import reusing_compiled_models
 from .base import public_names as check_public_names  # the local name public_names is the result
 from .options import Laplace
 
@@ -73,10 +74,16 @@ class LaplacePlan(RoutePlan):
 
 
 def sample_released(model: Any, draws: int, pm_kwargs: Mapping[str, Any], spent: list[LedgerEntry]) -> Ran:
-    """``pm.sample`` a record-free model; its sampler statistics kept, wall-clock ones left out."""
+    """``pm.sample`` a record-free model; its sampler statistics kept, wall-clock ones left out.
+
+    With nutpie (PyMC 6's default sampler where it is installed) the compiled model is
+    reused across calls whose models differ only in their released numbers
+    (:mod:`pymc_dp.routes.nutpie_cache`).
+    """
     import pymc as pm
 
-    idata = pm.sample(draws, model=model, **pm_kwargs)
+    with reusing_compiled_models():
+        idata = pm.sample(draws, model=model, **pm_kwargs)
     stats = _compat.get_group(idata, "sample_stats")
     kept = tuple(s for s in stats.data_vars if not s.startswith(_TIMING_STATS)) if stats is not None else ()
     return Ran(idata, model, spent, sample_stats=kept)
@@ -96,7 +103,7 @@ def plan_laplace(
                 "its privatised statistics were paid for when pmdp.privatize ran."
             )
         return LaplacePlan(ledger=_ledger_of_statistics(model, ledger), model=model, draws=draws,
-                           pm_kwargs=pymc_nuts_unless_asked(pm_kwargs))
+                           pm_kwargs=pm_kwargs)
     if epsilon is None:
         raise ValueError(
             f"the model observes records ({', '.join(map(repr, private_names))}); pass epsilon= to privatise "
@@ -113,19 +120,8 @@ def plan_laplace(
     check_initvals(model, pm_kwargs.get("initvals"))
     return LaplacePlan(
         ledger=ledger, entries=privatization.entries(), model=model, draws=draws, privatization=privatization,
-        noise_rng=options.noise_rng, pm_kwargs=pymc_nuts_unless_asked(pm_kwargs),
+        noise_rng=options.noise_rng, pm_kwargs=pm_kwargs,
     )
-
-
-def pymc_nuts_unless_asked(pm_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``pm.sample``'s keywords with PyMC's own NUTS unless ``nuts_sampler=`` names another.
-
-    PyMC 6 picks nutpie whenever it is installed. The model sampled here is record-free
-    (parameters and a few released numbers), so each evaluation costs microseconds and
-    nutpie's compilation of every new model (2–4 s a call) would dominate; a user who
-    wants it anyway passes ``nuts_sampler="nutpie"``.
-    """
-    return {"nuts_sampler": "pymc", **pm_kwargs}
 
 
 # Wall-clock statistics say nothing about the posterior; they are left out of every

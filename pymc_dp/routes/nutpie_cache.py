@@ -1,0 +1,169 @@
+"""nutpie's compiled models kept across calls for record-free models that differ only in their data.
+
+PyMC 6 samples with nutpie whenever it is installed, and nutpie compiles every model it is
+given (2–5 s on two cores) before a sampling run that, for a record-free model of a few
+parameters and released numbers, takes about 0.1 s. ``pmdp.sample`` builds a new
+record-free model for every release, but two releases of the same model differ only in
+the released numbers, which are shared variables (``released_statistics``) and not
+constants baked into the graph. So a compiled model can be reused: nutpie's
+``CompiledPyMCModel.with_data`` swaps in the new values of the shared variables.
+
+:func:`reusing_compiled_models` is a context manager under which PyMC's own
+``nuts_sampler="nutpie"`` path (seeds, progress bar, initial values, the trace it
+builds) runs unchanged, except that ``nutpie.compile_pymc_model`` looks for a compiled
+model of an identical graph first. Identical means:
+
+* the same free variables (names, order, types) and the same compile options;
+* :func:`pytensor.graph.basic.equal_computations` holds for the log density and every
+  variable the trace stores (constants compared by value), with the two models' value
+  variables and shared variables paired by name (equal log densities of the same
+  inputs have equal gradients, so the gradient need not be built to be compared);
+* the same shared-variable shapes, coordinates, dims and initial point.
+
+Anything else is a new compilation, never a wrong model: a near miss costs seconds,
+not correctness. Only models with uniquely named shared variables are cached (nutpie
+updates them by name). The cache holds the last :data:`CAPACITY` compiled models.
+
+Only :func:`pymc_dp.routes.laplace.sample_released` uses it: the models it samples hold
+no records (only priors and released statistics), so nothing cached here is private.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CAPACITY", "clear", "reusing_compiled_models", "stats"]
+
+#: Compiled models kept (least recently used dropped first).
+CAPACITY = 8
+
+_LOCK = threading.RLock()
+
+
+@dataclass
+class _Entry:
+    signature: tuple
+    outputs: list[Any]
+    inputs: list[Any]
+    initial_point: dict[str, np.ndarray]
+    compiled: Any
+
+
+_CACHE: OrderedDict[int, _Entry] = OrderedDict()
+_COUNTS = {"hits": 0, "misses": 0, "uncacheable": 0}
+_NEXT = iter(range(1 << 62))
+
+
+def stats() -> dict[str, int]:
+    """How many compilations were reused (``hits``), made afresh (``misses``) or not cacheable."""
+    return dict(_COUNTS)
+
+
+def clear() -> None:
+    """Drop every cached compiled model."""
+    with _LOCK:
+        _CACHE.clear()
+        for key in _COUNTS:
+            _COUNTS[key] = 0
+
+
+def _shared_variables(outputs: list[Any]) -> list[Any] | None:
+    """The shared variables the graphs read, sorted by name; None if a name is missing or repeated."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.traversal import ancestors
+
+    found = {v for v in ancestors(outputs) if isinstance(v, SharedVariable)}
+    names = [v.name for v in found]
+    if any(n is None for n in names) or len(set(names)) != len(names):
+        return None
+    return sorted(found, key=lambda v: v.name)
+
+
+def _describe(model: Any, var_names: Any, options: dict[str, Any]) -> tuple[tuple, list[Any], list[Any]] | None:
+    """``(signature, outputs, inputs)`` of a model's graphs, or None if it cannot be cached."""
+    value_vars = list(model.value_vars)
+    traced = list(model.unobserved_value_vars)
+    outputs = [model.logp(), *traced]
+    shared = _shared_variables(outputs)
+    if shared is None:
+        return None
+    try:
+        option_key = tuple(sorted((k, repr(v)) for k, v in options.items()))
+        names_key = None if var_names is None else tuple(var_names)
+    except TypeError:
+        return None
+    signature = (
+        tuple((v.name, str(v.type)) for v in value_vars),
+        tuple(v.name for v in traced),
+        tuple((v.name, np.shape(v.get_value(borrow=True)), str(v.type)) for v in shared),
+        tuple((name, tuple(np.asarray(values).tolist())) for name, values in sorted(model.coords.items())),
+        tuple(sorted((name, tuple(dims)) for name, dims in model.named_vars_to_dims.items())),
+        names_key,
+        option_key,
+    )
+    return signature, outputs, [*value_vars, *shared]
+
+
+def _same_point(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def _lookup(signature: tuple, outputs: list[Any], inputs: list[Any], point: dict[str, np.ndarray]) -> Any:
+    from pytensor.graph.basic import equal_computations
+
+    for key, entry in reversed(_CACHE.items()):
+        if entry.signature != signature or not _same_point(entry.initial_point, point):
+            continue
+        if equal_computations(outputs, entry.outputs, in_xs=inputs, in_ys=entry.inputs):
+            _CACHE.move_to_end(key)
+            return entry.compiled
+    return None
+
+
+@contextlib.contextmanager
+def reusing_compiled_models() -> Iterator[None]:
+    """Within the block, ``nutpie.compile_pymc_model`` reuses a compiled model of an identical graph.
+
+    A no-op when nutpie is not installed. Not for concurrent use from several threads
+    (the patch is process-wide; a lock serialises the blocks).
+    """
+    if importlib.util.find_spec("nutpie") is None:
+        yield
+        return
+    import nutpie
+
+    with _LOCK:
+        original = nutpie.compile_pymc_model
+
+        def compile_pymc_model(model: Any, var_names: Any = None, **options: Any) -> Any:
+            described = _describe(model, var_names, options)
+            if described is None:
+                _COUNTS["uncacheable"] += 1
+                return original(model, var_names=var_names, **options)
+            signature, outputs, inputs = described
+            point = {k: np.asarray(v) for k, v in model.initial_point().items()}
+            compiled = _lookup(signature, outputs, inputs, point)
+            shared = inputs[len(model.value_vars):]
+            if compiled is not None:
+                _COUNTS["hits"] += 1
+                return compiled.with_data(**{v.name: v.get_value() for v in shared}) if shared else compiled
+            _COUNTS["misses"] += 1
+            compiled = original(model, var_names=var_names, **options)
+            _CACHE[next(_NEXT)] = _Entry(signature, outputs, inputs, point, compiled)
+            while len(_CACHE) > CAPACITY:
+                _CACHE.popitem(last=False)
+            return compiled
+
+        nutpie.compile_pymc_model = compile_pymc_model
+        try:
+            yield
+        finally:
+            nutpie.compile_pymc_model = original

@@ -1,0 +1,132 @@
+"""The reuse of nutpie's compiled models (routes/nutpie_cache.py), checked without nutpie.
+
+A stand-in ``nutpie`` module counts compilations and records the data each compiled model
+is given, so the matching rule is tested in the default suite: a new release of the same
+model is served from the cache with its own released numbers, and anything that changes
+the graph (a prior, the coordinates, the initial point, the compile options) is compiled
+afresh. tests/test_nuts_sampler.py runs the real nutpie (the ``nutpie`` CI stage).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import sys
+import types
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp as pmdp
+from pymc_dp.routes import nutpie_cache
+
+BOUNDS = {"y": {"x": (-10.0, 10.0)}}
+X = np.random.default_rng(0).normal(1.0, 1.5, 200)
+
+
+class _Compiled:
+    def __init__(self, data: dict[str, np.ndarray]):
+        self.data = data
+
+    def with_data(self, **updates: np.ndarray) -> "_Compiled":
+        return _Compiled({**self.data, **{k: np.asarray(v) for k, v in updates.items()}})
+
+
+@pytest.fixture
+def fake_nutpie(monkeypatch):
+    module = types.ModuleType("nutpie")
+    module.__spec__ = importlib.machinery.ModuleSpec("nutpie", None)
+    compiled = []
+
+    def compile_pymc_model(model, var_names=None, **options):
+        from pytensor.compile.sharedvalue import SharedVariable
+        from pytensor.graph.traversal import ancestors
+
+        shared = {v.name: v.get_value() for v in ancestors([model.logp()]) if isinstance(v, SharedVariable)}
+        compiled.append(model)
+        return _Compiled(shared)
+
+    module.compile_pymc_model = compile_pymc_model
+    monkeypatch.setitem(sys.modules, "nutpie", module)
+    nutpie_cache.clear()
+    yield module, compiled
+    nutpie_cache.clear()
+
+
+def _released(seed: int, prior_sd: float = 10.0, n: int = 200, initval: float | None = None) -> pm.Model:
+    with pm.Model(coords={"obs": np.arange(n)}) as model:
+        mu = pm.Normal("mu", 0.0, prior_sd, initval=initval)
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("y", mu, sigma, observed=X[:n], dims="obs")
+    return pmdp.privatize_model(model, 1.0, bounds=BOUNDS, rng=seed).model
+
+
+def _compile(module, model, **options):
+    with nutpie_cache.reusing_compiled_models():
+        return module.compile_pymc_model(model, **options)
+
+
+def _released_values(model: pm.Model) -> np.ndarray:
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.traversal import ancestors
+
+    (value,) = [v.get_value() for v in ancestors([model.logp()]) if isinstance(v, SharedVariable)]
+    return value
+
+
+def test_a_new_release_of_the_same_model_reuses_the_compilation_with_its_own_numbers(fake_nutpie):
+    module, compiled = fake_nutpie
+    first, second = _released(1), _released(2)
+    a = _compile(module, first)
+    b = _compile(module, second)
+    assert len(compiled) == 1 and nutpie_cache.stats() == {"hits": 1, "misses": 1, "uncacheable": 0}
+    (values_a,), (values_b,) = a.data.values(), b.data.values()
+    np.testing.assert_array_equal(values_a, _released_values(first))
+    np.testing.assert_array_equal(values_b, _released_values(second))
+    assert not np.array_equal(values_a, values_b)  # two releases, two noise draws
+    assert module.compile_pymc_model.__name__ == "compile_pymc_model" and module.compile_pymc_model is not None
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        pytest.param({"prior_sd": 1.0}, id="prior"),
+        pytest.param({"n": 150}, id="count-and-coords"),
+        pytest.param({"initval": 0.5}, id="initial-point"),
+    ],
+)
+def test_anything_that_changes_the_graph_is_compiled_afresh(fake_nutpie, changed):
+    module, compiled = fake_nutpie
+    _compile(module, _released(1))
+    _compile(module, _released(2, **changed))
+    assert len(compiled) == 2 and nutpie_cache.stats()["hits"] == 0
+
+
+def test_other_compile_options_or_var_names_are_compiled_afresh(fake_nutpie):
+    module, compiled = fake_nutpie
+    _compile(module, _released(1))
+    _compile(module, _released(2), backend="jax")
+    _compile(module, _released(3), var_names=["mu"])
+    assert len(compiled) == 3
+
+
+def test_the_patch_is_undone_and_the_cache_is_bounded(fake_nutpie):
+    module, compiled = fake_nutpie
+    original = module.compile_pymc_model
+    for sd in range(1, nutpie_cache.CAPACITY + 3):
+        _compile(module, _released(sd, prior_sd=float(sd)))
+    assert module.compile_pymc_model is original
+    assert len(nutpie_cache._CACHE) == nutpie_cache.CAPACITY
+
+
+def test_repeated_shared_names_are_not_cached(fake_nutpie):
+    import pytensor
+
+    module, compiled = fake_nutpie
+    for _ in range(2):
+        with pm.Model() as model:
+            a = pytensor.shared(np.array(1.0), name="same")
+            b = pytensor.shared(np.array(2.0), name="same")
+            pm.Normal("mu", a + b, 1.0)
+        _compile(module, model)
+    assert len(compiled) == 2 and nutpie_cache.stats()["uncacheable"] == 2
