@@ -3,7 +3,8 @@
 The model is the one a user writes first: a Normal with unknown mean and standard
 deviation, ``mu ~ Normal(0, 10)``, ``sigma ~ HalfNormal(5)``, ``y ~ Normal(mu, sigma)``
 (records in the declared bounds ±10), 2 chains × (500 tune + 500 draws), ``cores=1``,
-PyMC's NUTS unless a row says otherwise. Rows:
+once with PyMC's NUTS and, where nutpie is installed, once more with nutpie (rows ending
+in ``_nutpie``: PyMC 6's default sampler wherever nutpie is installed). Rows:
 
 * ``plain``: ``pm.sample`` on the raw records (N = 10³ warm, best of ``--repeat``; 10⁵
   and 10⁶ once: its cost is linear in N);
@@ -13,7 +14,9 @@ PyMC's NUTS unless a row says otherwise. Rows:
   what ``pmdp.sample`` does after privatising; ``default − record_free`` is the
   per-call overhead (validation, privatisation, model rewrite, ledger, release);
 * ``privatize``: ``pmdp.privatize`` of 10⁶ records alone;
-* ``nutpie``: the default route with ``nuts_sampler="nutpie"`` (if installed);
+* ``default_first``: the first call of the process (PyTensor's, or nutpie's, compilation);
+  with nutpie a compiled model is reused by later releases of the same model
+  (``pymc_dp.routes.nutpie_cache``), while ``plain`` ``pm.sample`` compiles every call;
 * ``warlogs_plugin`` / ``warlogs_noise_aware``: the war-logs HMM engine, K = 10 states,
   200 iterations, on one Laplace release (plug-in counts / counts summed out).
 
@@ -43,10 +46,13 @@ import numpy as np
 from _timing import environment, write_results
 from laplace_route import make_model as normal_model  # the same Normal model (unknown mu and sigma)
 
+from pymc_dp.routes.nutpie_cache import reusing_compiled_models
+
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
 BOUNDS = {"y": {"x": (-10.0, 10.0)}}
-# PyMC's own NUTS unless a row says otherwise: PyMC 6 would pick nutpie whenever it is installed.
+# Every row names its sampler: PyMC's own NUTS, and nutpie where it is installed (rows ending
+# in _nutpie; PyMC 6 picks it by default there, for pm.sample and pmdp.sample alike).
 SAMPLE = {"tune": 500, "chains": 2, "cores": 1, "progressbar": False, "nuts_sampler": "pymc"}
 DRAWS = 500
 
@@ -90,42 +96,59 @@ def main(argv: list[str] | None = None) -> int:
         return lambda: pmdp.sample(DRAWS, model=normal_model(records[n]), epsilon=1.0, bounds=BOUNDS,
                                    random_seed=next(seed), **{**SAMPLE, **options})
 
-    def plain(n: int) -> Callable[[], Any]:
-        return lambda: pm.sample(DRAWS, model=normal_model(records[n]), random_seed=next(seed), **SAMPLE)
+    def plain(n: int, sampler: str) -> Callable[[], Any]:
+        return lambda: pm.sample(DRAWS, model=normal_model(records[n]), random_seed=next(seed),
+                                 **{**SAMPLE, "nuts_sampler": sampler})
 
     rows: dict[str, float] = {}
 
     def row(name: str, fn: Callable[[], Any], repeat: int) -> None:
         rows[name] = round(best_of(fn, repeat), 3)
-        print(f"{name:24} {rows[name]:8.2f} s", flush=True)
+        print(f"{name:28} {rows[name]:8.2f} s", flush=True)
 
-    row("default_first", private(1_000), 1)  # the first call of the process: compilation included
-    plain(1_000)()  # warm-up of plain PyMC
-    row("plain_1e3", plain(1_000), args.repeat)
-    row("plugin_1e3", private(1_000, noise_aware=False), args.repeat)
-    row("default_1e3", private(1_000), args.repeat)
-    released = pmdp.privatize_model(normal_model(records[1_000]), 1.0, bounds=BOUNDS).model
-    row("record_free_1e3", lambda: pm.sample(DRAWS, model=released, random_seed=next(seed), **SAMPLE), args.repeat)
-    private(args.large)()  # a new N is a new graph (the count is in it): compiled once, as in a session
-    row("default_1e6", private(args.large), 2)
-    row("plugin_1e6", private(args.large, noise_aware=False), 2)
-    row("privatize_1e6", lambda: pmdp.privatize(records[args.large], "normal", 1.0, bounds={"x": (-10.0, 10.0)}), 3)
-    row("plain_1e5", plain(100_000), 1)
-    rows_plain_large = "plain_1e6"
-    row(rows_plain_large, plain(args.large), 1)
-    if importlib.util.find_spec("nutpie") is not None:
-        private(1_000, nuts_sampler="nutpie")()  # nutpie compiles its own model once per call; warm its caches
-        row("nutpie_1e3", private(1_000, nuts_sampler="nutpie"), args.repeat)
+    samplers = ["pymc"] + (["nutpie"] if importlib.util.find_spec("nutpie") is not None else [])
+    for sampler in samplers:
+        tag = "" if sampler == "pymc" else "_nutpie"
+        first = private(1_000, nuts_sampler=sampler)
+        if sampler == "pymc":
+            row("default_first", first, 1)  # the first call of the process: compilation included
+        else:
+            row("default_first_nutpie", first, 1)  # nutpie's compilation, once per model structure
+            private(1_000, nuts_sampler=sampler, noise_aware=False)()
+        plain(1_000, sampler)()  # warm-up of plain PyMC
+        row(f"plain_1e3{tag}", plain(1_000, sampler), args.repeat)
+        row(f"plugin_1e3{tag}", private(1_000, noise_aware=False, nuts_sampler=sampler), args.repeat)
+        row(f"default_1e3{tag}", private(1_000, nuts_sampler=sampler), args.repeat)
+        released = pmdp.privatize_model(normal_model(records[1_000]), 1.0, bounds=BOUNDS).model
+
+        def record_free(sampler: str = sampler, released: Any = released) -> Any:
+            with reusing_compiled_models():  # warm: nutpie compiled this model's graph above
+                return pm.sample(DRAWS, model=released, random_seed=next(seed), **{**SAMPLE, "nuts_sampler": sampler})
+
+        row(f"record_free_1e3{tag}", record_free, args.repeat)
+        private(args.large, nuts_sampler=sampler)()  # a new N is a new graph (the count is in it): compiled once
+        private(args.large, noise_aware=False, nuts_sampler=sampler)()
+        row(f"default_1e6{tag}", private(args.large, nuts_sampler=sampler), 2)
+        row(f"plugin_1e6{tag}", private(args.large, noise_aware=False, nuts_sampler=sampler), 2)
+        if sampler == "pymc":
+            row("privatize_1e6", lambda: pmdp.privatize(records[args.large], "normal", 1.0,
+                                                        bounds={"x": (-10.0, 10.0)}), 3)
+            row("plain_1e5", plain(100_000, sampler), 1)
+        row(f"plain_1e6{tag}", plain(args.large, sampler), 1)
     if not args.skip_warlogs:
         warlogs_rows(row, args.repeat)
 
     ratios = {}
-    for label, (num, den, how, target) in TARGETS.items():
-        if num not in rows or den not in rows:
-            continue
-        value = rows[num] - rows[den] if how == "diff<=" else rows[num] / rows[den]
-        ok = value <= target if how in ("<=", "diff<=") else value >= target
-        ratios[label] = {"value": round(value, 3), "target": f"{how.removeprefix('diff')} {target:g}", "met": ok}
+    for sampler in samplers:
+        tag = "" if sampler == "pymc" else "_nutpie"
+        for label, (num, den, how, target) in TARGETS.items():
+            num, den = (name if name.startswith("warlogs") else name + tag for name in (num, den))
+            if num not in rows or den not in rows or (tag and num.startswith("warlogs")):
+                continue
+            value = rows[num] - rows[den] if how == "diff<=" else rows[num] / rows[den]
+            ok = value <= target if how in ("<=", "diff<=") else value >= target
+            ratios[label if num.startswith("warlogs") else f"{label} [{sampler}]"] = {"value": round(value, 3), "target": f"{how.removeprefix('diff')} {target:g}",
+                                              "met": ok}
     write_results(args.output, {**environment(), "argv": sys.argv[1:] if argv is None else list(argv),
                                 "config": {"draws": DRAWS, **SAMPLE, "epsilon": 1.0, "bounds": BOUNDS["y"]["x"]},
                                 "rows": rows, "ratios": ratios})
