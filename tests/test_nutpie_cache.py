@@ -130,3 +130,16 @@ def test_repeated_shared_names_are_not_cached(fake_nutpie):
             pm.Normal("mu", a + b, 1.0)
         _compile(module, model)
     assert len(compiled) == 2 and nutpie_cache.stats()["uncacheable"] == 2
+
+
+def test_large_array_options_are_compared_element_by_element(fake_nutpie):
+    """numpy elides the middle of a large array's repr: two initial points differing there must not match."""
+    module, compiled = fake_nutpie
+    start = np.zeros(2000)
+    moved = start.copy()
+    moved[1000] = 1.0
+    assert repr(start) == repr(moved)
+    _compile(module, _released(1), initial_points={"mu": start})
+    _compile(module, _released(2), initial_points={"mu": moved})
+    _compile(module, _released(3), initial_points={"mu": moved.copy()})
+    assert len(compiled) == 2 and nutpie_cache.stats()["hits"] == 1

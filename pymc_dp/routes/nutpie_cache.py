@@ -51,6 +51,7 @@ _LOCK = threading.RLock()
 @dataclass
 class _Entry:
     signature: tuple
+    options: dict[str, Any]
     outputs: list[Any]
     inputs: list[Any]
     initial_point: dict[str, np.ndarray]
@@ -96,7 +97,6 @@ def _describe(model: Any, var_names: Any, options: dict[str, Any]) -> tuple[tupl
     if shared is None:
         return None
     try:
-        option_key = tuple(sorted((k, repr(v)) for k, v in options.items()))
         names_key = None if var_names is None else tuple(var_names)
     except TypeError:
         return None
@@ -107,20 +107,31 @@ def _describe(model: Any, var_names: Any, options: dict[str, Any]) -> tuple[tupl
         tuple((name, tuple(np.asarray(values).tolist())) for name, values in sorted(model.coords.items())),
         tuple(sorted((name, tuple(dims)) for name, dims in model.named_vars_to_dims.items())),
         names_key,
-        option_key,
+        tuple(sorted(options)),
     )
     return signature, outputs, [*value_vars, *shared]
 
 
-def _same_point(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
-    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, arrays compared element by element (their repr elides the middle of large ones)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and np.array_equal(a, b)
+    try:
+        return bool(a == b)
+    except Exception:  # an object without a usable equality: never assume a match
+        return a is b
 
 
-def _lookup(signature: tuple, outputs: list[Any], inputs: list[Any], point: dict[str, np.ndarray]) -> Any:
+def _lookup(signature: tuple, options: dict[str, Any], outputs: list[Any], inputs: list[Any],
+            point: dict[str, np.ndarray]) -> Any:
     from pytensor.graph.basic import equal_computations
 
     for key, entry in reversed(_CACHE.items()):
-        if entry.signature != signature or not _same_point(entry.initial_point, point):
+        if entry.signature != signature or not (_same(entry.initial_point, point) and _same(entry.options, options)):
             continue
         if equal_computations(outputs, entry.outputs, in_xs=inputs, in_ys=entry.inputs):
             _CACHE.move_to_end(key)
@@ -150,14 +161,14 @@ def reusing_compiled_models() -> Iterator[None]:
                 return original(model, var_names=var_names, **options)
             signature, outputs, inputs = described
             point = {k: np.asarray(v) for k, v in model.initial_point().items()}
-            compiled = _lookup(signature, outputs, inputs, point)
+            compiled = _lookup(signature, options, outputs, inputs, point)
             shared = inputs[len(model.value_vars):]
             if compiled is not None:
                 _COUNTS["hits"] += 1
                 return compiled.with_data(**{v.name: v.get_value() for v in shared}) if shared else compiled
             _COUNTS["misses"] += 1
             compiled = original(model, var_names=var_names, **options)
-            _CACHE[next(_NEXT)] = _Entry(signature, outputs, inputs, point, compiled)
+            _CACHE[next(_NEXT)] = _Entry(signature, dict(options), outputs, inputs, point, compiled)
             while len(_CACHE) > CAPACITY:
                 _CACHE.popitem(last=False)
             return compiled
