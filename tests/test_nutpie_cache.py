@@ -24,9 +24,15 @@ BOUNDS = {"y": {"x": (-10.0, 10.0)}}
 X = np.random.default_rng(0).normal(1.0, 1.5, 200)
 
 
+class _Named:
+    def __init__(self, name: str):
+        self.name = name
+
+
 class _Compiled:
     def __init__(self, data: dict[str, np.ndarray]):
         self.data = data
+        self.shared_var_keys = {_Named(name): name for name in data}  # nutpie: variable -> key
 
     def with_data(self, **updates: np.ndarray) -> "_Compiled":
         return _Compiled({**self.data, **{k: np.asarray(v) for k, v in updates.items()}})
@@ -143,3 +149,54 @@ def test_large_array_options_are_compared_element_by_element(fake_nutpie):
     _compile(module, _released(2), initial_points={"mu": moved})
     _compile(module, _released(3), initial_points={"mu": moved.copy()})
     assert len(compiled) == 2 and nutpie_cache.stats()["hits"] == 1
+
+
+def _small(check_bounds: bool = True, coords: dict | None = None) -> pm.Model:
+    import pytensor
+
+    with pm.Model(check_bounds=check_bounds, coords=coords) as model:
+        released = pytensor.shared(np.array(2.0), name="released_statistics")
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Potential("fit", -((released - mu) ** 2))
+    return model
+
+
+def test_check_bounds_coordinate_dtypes_and_mutated_initvals_are_part_of_the_match(fake_nutpie):
+    module, compiled = fake_nutpie
+    _compile(module, _small(check_bounds=True))
+    _compile(module, _small(check_bounds=False))  # nutpie compiles the parameter checks out: another model
+    _compile(module, _small(coords={"g": [0, 1]}))
+    _compile(module, _small(coords={"g": [0.0, 1.0]}))  # the trace's labels would differ
+    assert len(compiled) == 4
+    start = {"mu": 0.5}
+    _compile(module, _small(), initial_points=start)
+    start["mu"] = 3.0  # the user's dict, changed after the first call
+    _compile(module, _small(), initial_points=start)
+    assert len(compiled) == 6
+
+
+def test_data_dependent_shapes_and_unreadable_models_are_compiled_as_pymc_would(fake_nutpie):
+    module, compiled = fake_nutpie
+    for k in (3, 4):
+        with pm.Model() as model:
+            length = pm.Data("k", np.array(k, dtype="int64"))
+            x = pm.Normal("x", 0.0, 1.0)
+            pm.Deterministic("d", pm.math.ones(length) * x)
+        _compile(module, model)
+    with pm.Model() as model:
+        model.add_coord("g", length=2)
+        pm.Normal("x", 0.0, 1.0, dims="g")
+    _compile(module, model)
+    assert len(compiled) == 3 and nutpie_cache.stats()["uncacheable"] == 3
+
+
+def test_another_threads_compilation_is_neither_cached_nor_served(fake_nutpie):
+    import threading
+
+    module, compiled = fake_nutpie
+    with nutpie_cache.reusing_compiled_models():
+        module.compile_pymc_model(_released(1))
+        worker = threading.Thread(target=lambda: module.compile_pymc_model(_released(2)))
+        worker.start()
+        worker.join()
+    assert len(compiled) == 2 and len(nutpie_cache._CACHE) == 1 and nutpie_cache.stats()["hits"] == 0

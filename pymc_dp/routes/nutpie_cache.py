@@ -18,11 +18,13 @@ model of an identical graph first. Identical means:
   variable the trace stores (constants compared by value), with the two models' value
   variables and shared variables paired by name (equal log densities of the same
   inputs have equal gradients, so the gradient need not be built to be compared);
-* the same shared-variable shapes, coordinates, dims and initial point.
+* the same shared-variable shapes, coordinates (values and dtype), dims, initial point
+  and ``check_bounds``.
 
 Anything else is a new compilation, never a wrong model: a near miss costs seconds,
-not correctness. Only models with uniquely named shared variables are cached (nutpie
-updates them by name). The cache holds the last :data:`CAPACITY` compiled models.
+not correctness. Only models with uniquely named shared variables and static shapes
+(a shape that depends on a data value is fixed in nutpie's compiled trace layout) are
+cached; anything this module cannot read is compiled as PyMC would. The cache holds the last :data:`CAPACITY` compiled models.
 
 Only :func:`pymc_dp.routes.laplace.sample_released` uses it: the models it samples hold
 no records (only priors and released statistics), so nothing cached here is private.
@@ -31,6 +33,7 @@ no records (only priors and released statistics), so nothing cached here is priv
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.util
 import threading
 from collections import OrderedDict
@@ -96,20 +99,28 @@ def _describe(model: Any, var_names: Any, options: dict[str, Any]) -> tuple[tupl
     shared = _shared_variables(outputs)
     if shared is None:
         return None
-    try:
-        names_key = None if var_names is None else tuple(var_names)
-    except TypeError:
-        return None
+    if any(dim is None for v in [*value_vars, *traced] for dim in v.type.shape):
+        return None  # a shape that depends on data values: nutpie fixes its trace shapes when compiling
+    names_key = None if var_names is None else tuple(var_names)
     signature = (
+        bool(model.check_bounds),  # nutpie compiles the parameter checks out when it is False
         tuple((v.name, str(v.type)) for v in value_vars),
-        tuple(v.name for v in traced),
+        tuple((v.name, str(v.type)) for v in traced),
         tuple((v.name, np.shape(v.get_value(borrow=True)), str(v.type)) for v in shared),
-        tuple((name, tuple(np.asarray(values).tolist())) for name, values in sorted(model.coords.items())),
+        tuple((name, _coordinate_key(values)) for name, values in sorted(model.coords.items())),
         tuple(sorted((name, tuple(dims)) for name, dims in model.named_vars_to_dims.items())),
         names_key,
         tuple(sorted(options)),
     )
     return signature, outputs, [*value_vars, *shared]
+
+
+def _coordinate_key(values: Any) -> tuple | None:
+    """A coordinate's values with their dtype (``[0, 1]``, ``[0.0, 1.0]`` and ``[False, True]`` differ)."""
+    if values is None:  # declared by its length only
+        return None
+    array = np.asarray(values)
+    return array.dtype.str, tuple(array.tolist())
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -143,8 +154,9 @@ def _lookup(signature: tuple, options: dict[str, Any], outputs: list[Any], input
 def reusing_compiled_models() -> Iterator[None]:
     """Within the block, ``nutpie.compile_pymc_model`` reuses a compiled model of an identical graph.
 
-    A no-op when nutpie is not installed. Not for concurrent use from several threads
-    (the patch is process-wide; a lock serialises the blocks).
+    A no-op when nutpie is not installed. The patch is process-wide, so it serves only
+    the thread that entered the block: another thread's ``pm.sample`` meanwhile
+    compiles as usual (nothing of its model is kept), and a lock serialises the blocks.
     """
     if importlib.util.find_spec("nutpie") is None:
         yield
@@ -153,22 +165,30 @@ def reusing_compiled_models() -> Iterator[None]:
 
     with _LOCK:
         original = nutpie.compile_pymc_model
+        owner = threading.get_ident()
 
         def compile_pymc_model(model: Any, var_names: Any = None, **options: Any) -> Any:
-            described = _describe(model, var_names, options)
+            if threading.get_ident() != owner:  # another thread's pm.sample: not ours to cache or serve
+                return original(model, var_names=var_names, **options)
+            try:
+                described = _describe(model, var_names, options)
+                point = {k: np.asarray(v) for k, v in model.initial_point().items()} if described else None
+            except Exception:  # anything this module cannot read is compiled as PyMC would
+                described = None
             if described is None:
                 _COUNTS["uncacheable"] += 1
                 return original(model, var_names=var_names, **options)
             signature, outputs, inputs = described
-            point = {k: np.asarray(v) for k, v in model.initial_point().items()}
             compiled = _lookup(signature, options, outputs, inputs, point)
-            shared = inputs[len(model.value_vars):]
             if compiled is not None:
                 _COUNTS["hits"] += 1
-                return compiled.with_data(**{v.name: v.get_value() for v in shared}) if shared else compiled
+                # Only what the compiled model reads (a variable var_names leaves out is not in it).
+                known = {v.name for v in compiled.shared_var_keys}
+                updates = {v.name: v.get_value() for v in inputs[len(model.value_vars):] if v.name in known}
+                return compiled.with_data(**updates) if updates else compiled
             _COUNTS["misses"] += 1
             compiled = original(model, var_names=var_names, **options)
-            _CACHE[next(_NEXT)] = _Entry(signature, dict(options), outputs, inputs, point, compiled)
+            _CACHE[next(_NEXT)] = _Entry(signature, copy.deepcopy(options), outputs, inputs, point, compiled)
             while len(_CACHE) > CAPACITY:
                 _CACHE.popitem(last=False)
             return compiled
