@@ -91,3 +91,11 @@ def test_refusals_of_bad_records_do_not_say_how_many():
     for err in (nan_rows, bad_labels):
         assert not any(str(n) in str(err.value) for n in (7, 4, 46)), str(err.value)
     assert len(ledger) == 0
+
+
+def test_privatize_names_its_noise_argument_when_given_samples_spelling():
+    """``pmdp.sample`` calls the noise source ``noise_rng=``, ``privatize`` calls it ``rng=``."""
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(TypeError, match="rng="):
+        pmdp.privatize(np.ones(10), "normal", 1.0, bounds={"x": (-10.0, 10.0)}, noise_rng=1, ledger=ledger)
+    assert not ledger.entries

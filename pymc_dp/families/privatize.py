@@ -93,6 +93,8 @@ def privatize(
     pymc_dp.BudgetExceededError
         If the ledger's budget cannot pay ε; nothing is drawn or recorded then.
     """
+    if "noise_rng" in family_args:
+        raise TypeError("privatize takes the noise source as rng= (pmdp.sample calls it noise_rng=); nothing was spent.")
     eps = check_epsilon(epsilon)
     ledger = _resolve_ledger(ledger, neighbouring)
     prepared = prepare_statistics(data, family, bounds=bounds, neighbouring=ledger.neighbouring, name=name, **family_args)
