@@ -156,3 +156,20 @@ def test_a_regression_observed_through_a_data_container_with_dims_is_privatised(
         private = pmdp.privatize_model(model, 1e4, bounds={"y": {"x": (-1.0, 1.0), "y": (-5.0, 7.0)}}, rng=1)
     assert private.statistics["y"].family.name == "linear_regression"
     assert private.statistics["y"].n == n
+    # A recognised regression gets the plug-in likelihood, and its ledger entry says so.
+    (entry,) = private.ledger.entries
+    assert any("plug-in likelihood for 'y'" in a for a in entry.assumptions)
+
+
+def test_the_noise_aware_default_adds_no_plug_in_note_and_a_plug_in_choice_does():
+    import pymc_dp as pmdp
+
+    x = np.random.default_rng(3).normal(1.0, 1.0, 100)
+    notes = {}
+    for flag in ("auto", False):
+        with pm.Model() as model:
+            mu = pm.Normal("mu", 0.0, 5.0)
+            pm.Normal("y", mu, pm.HalfNormal("sigma", 2.0), observed=x)
+        private = pmdp.privatize_model(model, 1.0, bounds={"y": {"x": (-5.0, 5.0)}}, rng=2, noise_aware=flag)
+        notes[flag] = [a for e in private.ledger.entries for a in e.assumptions if "plug-in" in a]
+    assert notes["auto"] == [] and len(notes[False]) == 1

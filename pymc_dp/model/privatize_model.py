@@ -472,7 +472,8 @@ class PrivatizationPlan:
         """Draw the noise (charging ``ledger``) and build the record-free model."""
         declared = (public_assumption(sorted(self.public)),) if self.public else ()
         stats = {
-            name: release_statistics(p, self.shares[name], ledger=ledger, rng=rng, assumptions=declared)
+            name: release_statistics(p, self.shares[name], ledger=ledger, rng=rng,
+                                     assumptions=declared + _likelihood_note(name, self.noise_aware[name]))
             for name, p in self.prepared.items()
         }
         new_model, dropped = _rebuild_without_records(
@@ -488,6 +489,14 @@ class PrivatizationPlan:
             _register(new_model, s)
         return PrivatisedModel(model=new_model, statistics=stats, ledger=ledger, dropped=dropped,
                                noise_aware=self.noise_aware)
+
+
+def _likelihood_note(name: str, noise_aware: bool) -> tuple[str, ...]:
+    """What the ledger says of a plug-in likelihood (a public choice: family, relation and the caller's flag)."""
+    if noise_aware:
+        return ()
+    return (f"plug-in likelihood for {name!r}: the released statistics are read as if exact (the posterior "
+            "ignores the noise, and is over-confident where the noise is comparable to the statistics)",)
 
 
 def plan_privatization(
