@@ -344,14 +344,34 @@ def fgraph_of_model(model: Any) -> tuple[Any, dict[str, Any]]:
         fg, _ = fgraph_from_model(model, inlined_views=True)
     finally:
         model.rvs_to_initial_values.update(saved)
+    fg._pmdp_order = list(model.named_vars)  # the variables' order, restored by model_of_fgraph
     return fg, initvals
 
 
-def model_of_fgraph(fg: Any, initvals: Mapping[str, Any] | None = None) -> Any:
-    """The model of a graph from :func:`fgraph_of_model`, with its initial values back on its free variables."""
+def model_of_fgraph(fg: Any, initvals: Mapping[str, Any] | None = None, order: Sequence[str] = ()) -> Any:
+    """The model of a graph from :func:`fgraph_of_model`, with its initial values back on its free variables.
+
+    PyMC registers the variables in a topological order of the graph, which leaves
+    independent variables in an order that can change from one call to the next (it
+    follows object identities). The free variables set the layout of the sampler's
+    vector, so with a fixed ``random_seed`` two rebuilds of one model could sample
+    differently; the variables are therefore put back in ``order`` (default: the
+    original model's, recorded by :func:`fgraph_of_model`), new ones after them by name.
+    """
     from pymc.model.fgraph import model_from_fgraph
 
+    order = order or getattr(fg, "_pmdp_order", ())
     model = model_from_fgraph(fg, mutate_fgraph=True)
+    rank = {name: i for i, name in enumerate(order)}
+
+    def key(name: str) -> tuple[int, str]:
+        return rank.get(name, len(rank)), name
+
+    for group in (model.free_RVs, model.observed_RVs, model.potentials, model.deterministics, model.data_vars):
+        group.sort(key=lambda v: key(v.name))
+    named = sorted(model.named_vars.items(), key=lambda item: key(item[0]))
+    model.named_vars.clear()
+    model.named_vars.update(named)
     free = {rv.name: rv for rv in model.free_RVs}
     for name, value in (initvals or {}).items():
         if name in free:

@@ -171,9 +171,9 @@ def test_released_statistics_are_shared_inputs_so_one_graph_serves_every_release
     for private in released:
         assert sorted(v.name for v in private.model.free_RVs) == ["mu", "sigma"]
         shared = [v for v in graph_inputs([private.model.logp()]) if isinstance(v, SharedVariable)]
-        assert [v.name for v in shared] == ["released_statistics"]
+        assert [v.name for v in shared] == ["released_statistics_y"]  # one name per observed variable
         values.append(shared[0].get_value())
-        assert "released_statistics" not in private.model.named_vars  # not model data: no constant_data
+        assert "released_statistics_y" not in private.model.named_vars  # not model data: no constant_data
     np.testing.assert_allclose(values[0], np.ravel(released[0].statistics["y"].noisy))
     assert not np.allclose(values[0], values[1])
     point = {"mu": 1.0, "sigma_log__": math.log(1.5)}

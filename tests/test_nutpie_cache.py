@@ -15,6 +15,7 @@ import types
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytest
 
 import pymc_dp as pmdp
@@ -175,19 +176,32 @@ def test_check_bounds_coordinate_dtypes_and_mutated_initvals_are_part_of_the_mat
     assert len(compiled) == 6
 
 
-def test_data_dependent_shapes_and_unreadable_models_are_compiled_as_pymc_would(fake_nutpie):
+def test_shapes_set_by_data_are_part_of_the_match(fake_nutpie):
+    """A deterministic sized by pm.Data (a shape nutpie fixes when compiling) matches only at the same size."""
     module, compiled = fake_nutpie
-    for k in (3, 4):
+    for k in (3, 4, 3):
         with pm.Model() as model:
             length = pm.Data("k", np.array(k, dtype="int64"))
             x = pm.Normal("x", 0.0, 1.0)
             pm.Deterministic("d", pm.math.ones(length) * x)
         _compile(module, model)
+    assert len(compiled) == 2 and nutpie_cache.stats()["hits"] == 1
+
+
+def test_gallery_models_with_dims_are_cached_and_unreadable_ones_compiled_as_pymc_would(fake_nutpie):
+    module, compiled = fake_nutpie
+    for groups in (["a", "b"], ["a", "b"], ["a", "b", "c"]):  # dim lengths are shared variables in PyMC 6
+        with pm.Model(coords={"group": groups}) as model:
+            released = pytensor.shared(np.array([1.0, 2.0]), name="released_statistics_y")
+            effect = pm.Normal("effect", 0.0, 1.0, dims="group")
+            pm.Potential("fit", -((released.sum() - effect.sum()) ** 2))
+        _compile(module, model)
+    assert len(compiled) == 2 and nutpie_cache.stats()["hits"] == 1
     with pm.Model() as model:
         model.add_coord("g", length=2)
         pm.Normal("x", 0.0, 1.0, dims="g")
-    _compile(module, model)
-    assert len(compiled) == 3 and nutpie_cache.stats()["uncacheable"] == 3
+    _compile(module, model)  # coordinates declared by length only
+    assert len(compiled) == 3
 
 
 def test_another_threads_compilation_is_neither_cached_nor_served(fake_nutpie):

@@ -38,6 +38,8 @@ statistics follow from Isserlis' theorem (:func:`gaussian_product_moments`).
 
 from __future__ import annotations
 
+import contextvars
+
 import math
 from typing import Any, Sequence
 
@@ -185,7 +187,13 @@ def released_values(noisy: Any) -> Any:
 
     values = np.asarray(noisy, dtype="float64")
     # the shape is public (the family's), so it may be static: families read statistics by position
-    return pt.specify_shape(pytensor.shared(values, name="released_statistics"), values.shape)
+    return pt.specify_shape(pytensor.shared(values, name=RELEASE_NAME.get()), values.shape)
+
+
+#: The name :func:`released_values` gives its shared variable: ``released_statistics_<variable>``
+#: while a model's likelihood term is built (:func:`pymc_dp.model.observe.statistics_loglik`), so
+#: that every observed variable's numbers have their own name (nutpie updates them by name).
+RELEASE_NAME: contextvars.ContextVar[str] = contextvars.ContextVar("release_name", default="released_statistics")
 
 
 def as_float64(x: Any) -> Any:

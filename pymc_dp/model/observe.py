@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..families import PrivateStatistics, family_of_dist
-from ..families._noise_aware import released_values
+from ..families._noise_aware import RELEASE_NAME, released_values
 from ._graph import data_leaves, describe_leaf
 
 __all__ = ["observe_stats", "statistics_of", "statistics_loglik"]
@@ -57,13 +57,25 @@ def statistics_loglik(
     params: Mapping[str, Any],
     noise_aware: bool,
     make_mixing: Callable[[int], Any] | None = None,
+    name: str | None = None,
 ) -> Any:
     """The log-likelihood term of privatised statistics: plug-in, or noise-aware.
 
     ``make_mixing(d)`` creates the d latent Exponential(1) noise-mixing variables a
     multivariate noise-aware likelihood needs (see
-    :meth:`~pymc_dp.families.base.Family.noise_mixing_size`) and returns them.
+    :meth:`~pymc_dp.families.base.Family.noise_mixing_size`) and returns them. ``name``
+    (the observed variable's) names the shared variable holding the released numbers,
+    ``released_statistics_<name>``.
     """
+    token = RELEASE_NAME.set(f"released_statistics_{name}" if name else "released_statistics")
+    try:
+        return _statistics_loglik(stats, params, noise_aware, make_mixing)
+    finally:
+        RELEASE_NAME.reset(token)
+
+
+def _statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], noise_aware: bool,
+                       make_mixing: Callable[[int], Any] | None) -> Any:
     family = stats.family
     if noise_aware:
         if not family.supports_noise_aware:
@@ -171,7 +183,7 @@ def observe_stats(
         with model:
             return pm.Exponential(noise_mixing_name(name), 1.0, shape=size)
 
-    logp = pt.as_tensor(statistics_loglik(stats, params, bool(noise_aware), make_mixing))
+    logp = pt.as_tensor(statistics_loglik(stats, params, bool(noise_aware), make_mixing, name))
     if logp.type.ndim != 0:
         raise ValueError(
             f"observe_stats({name!r}): the parameters must describe all records at once (scalars, or one vector "

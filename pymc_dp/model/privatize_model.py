@@ -211,7 +211,7 @@ def _statistics_likelihoods(
         else:
             _, params = s.family.from_dist(node.inputs[0])
         make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
-        return statistics_loglik(s, params, noise_aware[name], make_mixing)
+        return statistics_loglik(s, params, noise_aware[name], make_mixing, name)
 
     return {name: partial(build, name) for name in stats}
 

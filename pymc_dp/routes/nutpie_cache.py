@@ -18,13 +18,14 @@ model of an identical graph first. Identical means:
   variable the trace stores (constants compared by value), with the two models' value
   variables and shared variables paired by name (equal log densities of the same
   inputs have equal gradients, so the gradient need not be built to be compared);
-* the same shared-variable shapes, coordinates (values and dtype), dims, initial point
-  and ``check_bounds``.
+* the same shapes of everything the trace stores (evaluated where a dim length or
+  ``pm.Data`` sets them), shared-variable shapes, coordinates (values and dtype),
+  dims, initial point and ``check_bounds``.
 
 Anything else is a new compilation, never a wrong model: a near miss costs seconds,
-not correctness. Only models with uniquely named shared variables and static shapes
-(a shape that depends on a data value is fixed in nutpie's compiled trace layout) are
-cached; anything this module cannot read is compiled as PyMC would. The cache holds the last :data:`CAPACITY` compiled models.
+not correctness. Only models with uniquely named shared variables are cached;
+anything this module cannot read is compiled as PyMC would. The cache holds the last
+:data:`CAPACITY` compiled models.
 
 Only :func:`pymc_dp.routes.laplace.sample_released` uses it: the models it samples hold
 no records (only priors and released statistics), so nothing cached here is private.
@@ -99,13 +100,12 @@ def _describe(model: Any, var_names: Any, options: dict[str, Any]) -> tuple[tupl
     shared = _shared_variables(outputs)
     if shared is None:
         return None
-    if any(dim is None for v in [*value_vars, *traced] for dim in v.type.shape):
-        return None  # a shape that depends on data values: nutpie fixes its trace shapes when compiling
     names_key = None if var_names is None else tuple(var_names)
     signature = (
         bool(model.check_bounds),  # nutpie compiles the parameter checks out when it is False
         tuple((v.name, str(v.type)) for v in value_vars),
         tuple((v.name, str(v.type)) for v in traced),
+        _shapes(model, traced),  # nutpie fixes its trace layout when compiling
         tuple((v.name, np.shape(v.get_value(borrow=True)), str(v.type)) for v in shared),
         tuple((name, _coordinate_key(values)) for name, values in sorted(model.coords.items())),
         tuple(sorted((name, tuple(dims)) for name, dims in model.named_vars_to_dims.items())),
@@ -113,6 +113,26 @@ def _describe(model: Any, var_names: Any, options: dict[str, Any]) -> tuple[tupl
         tuple(sorted(options)),
     )
     return signature, outputs, [*value_vars, *shared]
+
+
+def _shapes(model: Any, traced: list[Any]) -> tuple:
+    """The shapes of everything the trace stores, at the model's initial point.
+
+    Static where PyTensor knows them; otherwise (dims whose lengths are shared
+    variables, ``pm.Data``-sized deterministics) evaluated, since a shape that
+    depends on a data value is fixed in nutpie's compiled trace layout.
+    """
+    import pytensor
+    import pytensor.tensor as pt
+    from pytensor.graph.replace import graph_replace
+
+    if all(dim is not None for v in traced for dim in v.type.shape):
+        return tuple(tuple(v.type.shape) for v in traced)
+    point = model.initial_point()
+    givens = {v: pt.constant(np.asarray(point[v.name], dtype=v.type.dtype)) for v in model.value_vars}
+    shapes = graph_replace([pt.as_tensor(v.shape) for v in traced], givens, strict=False)
+    values = pytensor.function([], shapes, mode="FAST_COMPILE", on_unused_input="ignore")()
+    return tuple(tuple(int(d) for d in shape) for shape in values)
 
 
 def _coordinate_key(values: Any) -> tuple | None:

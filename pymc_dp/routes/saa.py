@@ -152,7 +152,7 @@ def block_model(model: Any, rows: np.ndarray, leaves: Sequence[Any] | None = Non
         new.name = old.name
     new_fg = FunctionGraph(outputs=outputs, clone=False)
     new_fg._coords, new_fg._dim_lengths = coords, lengths
-    return _compat.model_of_fgraph(new_fg, {})
+    return _compat.model_of_fgraph(new_fg, {}, order=getattr(fg, "_pmdp_order", ()))
 
 
 def _block_seeds(seed: Any, k: int) -> list[Any]:
