@@ -97,10 +97,8 @@ def sample(
         ``bounds=``, ``truncate=``, ``samples=``, ``temperature=``), then anything
         ``pm.sample`` takes (``tune``, ``chains``, ``random_seed``, ``step``, ...).
         An option of another route, or a keyword ``pm.sample`` does not know, is
-        refused before anything is spent. ``nuts_sampler=`` ("pymc", "nutpie", ...)
-        is accepted by the laplace and ops routes and defaults to PyMC's choice (nutpie
-        on PyMC 6 wherever it is installed); on the laplace route nutpie's compiled
-        model is reused by later releases of the same model
+        refused before anything is spent. ``nuts_sampler=`` (laplace and ops routes)
+        defaults to PyMC's choice; nutpie's compilation is reused across releases
         (:mod:`pymc_dp.routes.nutpie_cache`).
 
     Returns

@@ -135,6 +135,12 @@ def _shapes(model: Any, traced: list[Any]) -> tuple:
     return tuple(tuple(int(d) for d in shape) for shape in values)
 
 
+def _shared_names(compiled: Any) -> set[str]:
+    """The names of the shared variables a compiled model reads (newer nutpie keys them by id, older by name)."""
+    keys = getattr(compiled, "shared_var_keys", None)
+    return {v.name for v in keys} if keys is not None else set(compiled.shared_data)
+
+
 def _coordinate_key(values: Any) -> tuple | None:
     """A coordinate's values with their dtype (``[0, 1]``, ``[0.0, 1.0]`` and ``[False, True]`` differ)."""
     if values is None:  # declared by its length only
@@ -203,7 +209,7 @@ def reusing_compiled_models() -> Iterator[None]:
             if compiled is not None:
                 _COUNTS["hits"] += 1
                 # Only what the compiled model reads (a variable var_names leaves out is not in it).
-                known = {v.name for v in compiled.shared_var_keys}
+                known = _shared_names(compiled)
                 updates = {v.name: v.get_value() for v in inputs[len(model.value_vars):] if v.name in known}
                 return compiled.with_data(**updates) if updates else compiled
             _COUNTS["misses"] += 1
