@@ -214,3 +214,18 @@ def test_lumping_and_pruning_stay_within_their_stated_error_of_the_full_69_node_
         worst_grad = max(worst_grad, np.max(np.abs(got - full_grad) * scales) / (1 + np.max(np.abs(full_grad) * scales)))
     assert worst_value < 3e-7
     assert worst_grad < 1e-6
+
+
+@pytest.mark.parametrize("c22", [0.0, 1e-300])
+def test_a_degenerate_second_moment_is_evaluated_not_raised(c22):
+    """NUTS can step to σ → 0 (C₂₂ = 0 after underflow): the density is evaluated on the full rule."""
+    from scipy.special import logsumexp
+
+    from pymc_dp.families._bivariate import _LOG_WEIGHTS, _NODES, _node
+
+    z, m, b = np.array([3.0, 40.0]), np.array([2.0, 35.0]), 2.0
+    c = np.array([[4.0, 0.0], [0.0, c22]])
+    value = density(z, m, c, b)[0]
+    terms = [_node(u, w, z[0], m[0], z[1] - m[1], 4.0, 0.0, c22, b, (1e-10 * b) ** 2)[0]
+             for u, w in zip(_NODES, _LOG_WEIGHTS)]
+    assert np.isfinite(value) and value == pytest.approx(logsumexp(terms), abs=3e-7)

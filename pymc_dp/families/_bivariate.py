@@ -157,6 +157,8 @@ def _lumped(z1: float, m1: float, d2: float, c11: float, c12: float, c22: float,
     # the conditional sd s₀ and s₀² relative to itself (both shrunk further when d₀ lies
     # many s₀ out, where log NL ≈ −d²/2s² is steep in both), and the normal factor's
     # exponent d₂²/2v.
+    if not (c22 > 0.0 and c22 < np.inf):  # a degenerate second moment (σ → 0 in a sampler's excursion)
+        return 0
     s0_sq = max(c11 - c12 * c12 / c22, 0.0) + floor
     s0 = math.sqrt(s0_sq)
     d0 = z1 - m1 - c12 * d2 / c22
@@ -328,7 +330,7 @@ def _register_numba(op_class: Any) -> None:
                                       nodes, log_weights, cum_weights, cum_weighted_nodes)
             return np.asarray(v), np.asarray(a), np.asarray(b), np.asarray(c), np.asarray(d), np.asarray(e)
 
-        return bivariate_normal_laplace, 3  # the version salts PyTensor's cache key
+        return bivariate_normal_laplace, 4  # the version salts PyTensor's cache key
 
 
 def bivariate_normal_laplace(z: Any, mean: Any, cov: Any, b: float) -> Any:
