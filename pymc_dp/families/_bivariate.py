@@ -17,7 +17,7 @@ trapezoid rule converges geometrically in 1/h: on ``t ∈ [−30, 4]`` with ``h 
 (69 nodes) the log density agrees with adaptive quadrature to 1e-6 typically and
 within 1e-3 in the worst of 300 random cases (noise/signal ratios 10⁻²…10², |ρ| up to
 0.999, releases up to 4 noise scales off; ``tests/test_noise_aware_bivariate.py``).
-The mass below ``u = e^−30`` is at most ``2e^−15 ≈ 6e-7`` of the integral.
+The mass below ``u = e^−30`` is at most ``2·e^−15 ≈ 6e-7`` of the integral (relative).
 
 Why an Op and not a PyTensor expression: the same density written with PyTensor's
 elementwise operations is a graph of a few hundred nodes once differentiated, and

@@ -1,7 +1,7 @@
 """nutpie's compiled models kept across calls for record-free models that differ only in their data.
 
 PyMC 6 samples with nutpie whenever it is installed, and nutpie compiles every model it is
-given (2–5 s on two cores) before a sampling run that, for a record-free model of a few
+given (from about a second to ten on two cores, depending on numba's on-disk cache) before a sampling run that, for a record-free model of a few
 parameters and released numbers, takes about 0.1 s. ``pmdp.sample`` builds a new
 record-free model for every release, but two releases of the same model differ only in
 the released numbers, which are shared variables (``released_statistics``) and not
