@@ -125,6 +125,60 @@ def test_temper_scales_the_log_likelihood_and_nothing_else():
         pmdp.temper(tempered, 2.0)
 
 
+def _random_walk_model() -> pm.Model:
+    rng = np.random.default_rng(4)
+    with pm.Model(coords={"time": np.arange(60)}) as model:
+        drift = pm.Normal("drift", 0, 1)
+        s = pm.HalfNormal("s", 1)
+        pm.GaussianRandomWalk("z", mu=drift, sigma=s, init_dist=pm.Normal.dist(0, 5),
+                              observed=np.cumsum(rng.normal(0.1, 0.5, 60)), dims="time")
+    return model
+
+
+def _mixture_model() -> pm.Model:
+    rng = np.random.default_rng(5)
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        mu = pm.Normal("mu", [-1.0, 1.0], 2.0, shape=2)
+        pm.NormalMixture("y", w=w, mu=mu, sigma=1.0, observed=rng.normal(0.5, 1.5, 40))
+    return model
+
+
+@pytest.mark.parametrize("build", [_random_walk_model, _mixture_model], ids=["random_walk", "mixture"])
+@pytest.mark.parametrize("part", ["likelihood", "joint"])
+def test_temper_gives_a_fixed_density_for_symbolic_distributions(build, part):
+    # pm.logp(rv, value) of a random walk lifts clones of its parents' random variables into the
+    # graph; a potential built from it drew them afresh at every evaluation (the density was random).
+    model = build()
+    point = {k: v + 0.3 for k, v in model.initial_point().items()}
+    lik = float(model.compile_logp(vars=model.observed_RVs)(point))
+    prior = float(model.compile_logp(vars=model.free_RVs)(point))
+    jac = prior - float(model.compile_logp(vars=model.free_RVs, jacobian=False)(point))
+    t = 64.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # PyMC warns when cloned random variables are left in a graph
+        tempered = pmdp.temper(model, t, part=part)
+        logp = tempered.compile_logp()
+        values = {float(logp(point)) for _ in range(5)}
+    want = prior + lik / t if part == "likelihood" else (prior - jac + lik) / t + jac
+    assert len(values) == 1
+    assert values.pop() == pytest.approx(want, rel=1e-12)
+
+
+def test_temper_refuses_a_model_whose_own_density_is_random():
+    data = np.cumsum(np.random.default_rng(6).normal(0.1, 0.5, 30))
+    with pm.Model() as model:
+        drift = pm.Normal("drift", 0, 1)
+        s = pm.HalfNormal("s", 1)
+        walk = pm.GaussianRandomWalk.dist(mu=drift, sigma=s, init_dist=pm.Normal.dist(0, 5), steps=29)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # PyMC's warning about the clones it lifted
+            pm.Potential("walk_loglik", pm.logp(walk, data).sum())
+        pm.Normal("y", drift, 1.0, observed=data[:5])
+    with pytest.raises(ValueError, match="still holds random variables.*model.logp"):
+        pmdp.temper(model, 4.0)
+
+
 def test_clip_loglik_clips_every_record_term():
     records = np.array([0.1, -0.4, 9.0, 30.0])
     with pm.Model() as model:

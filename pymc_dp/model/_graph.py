@@ -1,4 +1,4 @@
-"""Walking PyTensor graphs to find where private data enters them."""
+"""Walking PyTensor graphs: where private data enters them, and what must not be in a density."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["ancestors", "data_leaves", "describe_leaf", "dim_lengths", "group_level_data", "only_constants"]
+__all__ = ["ancestors", "data_leaves", "describe_leaf", "dim_lengths", "group_level_data", "only_constants",
+           "random_variables_in"]
 
 
 def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[Any]:
@@ -15,6 +16,24 @@ def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[A
     except ImportError:  # pragma: no cover
         from pytensor.graph.basic import ancestors as walk
     return walk(list(graphs), blockers=list(blockers))
+
+
+def random_variables_in(graphs: Sequence[Any]) -> list[str]:
+    """Names of the random variables left in ``graphs`` (a log density must have none).
+
+    A random variable in a compiled log density is drawn afresh at every evaluation, so the
+    density is random: no sampler targets it and no privacy proof about it holds. PyMC's
+    model densities replace every random variable by its value; a potential built with
+    ``pm.logp`` of a symbolic distribution (a random walk, say) can keep clones that it cannot.
+    """
+    try:
+        from pymc.logprob.basic import _find_unallowed_rvs_in_graph as find  # the check pm.logp warns with
+    except ImportError:  # pragma: no cover - a PyMC that moved it: every RandomVariable counts
+        from pytensor.tensor.random.op import RandomVariable
+
+        def find(graph: Any) -> set[Any]:
+            return {v for v in ancestors(graph) if v.owner is not None and isinstance(v.owner.op, RandomVariable)}
+    return sorted(str(var) for var in find(list(graphs)))
 
 
 #: Below this many entries a constant is not taken for records by its size alone (a

@@ -24,6 +24,7 @@ import numpy as np
 from ..accounting.curator import curator_report
 from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
 from ..accounting.validation import RecordValueError, check_epsilon
+from ._graph import random_variables_in
 from .loglik_clip import clip_loglik, loglik_clip_of
 
 __all__ = ["temper", "clip_loglik", "loglik_clip_of", "clip_records", "records_outside_bounds", "TEMPERING_POTENTIAL"]
@@ -56,8 +57,9 @@ def temper(model: Any = None, temperature: float = 1.0, *, part: str = "likeliho
     Raises
     ------
     ValueError
-        For T < 1 or not finite, an unknown ``part``, or a model without observed
-        variables.
+        For T < 1 or not finite, an unknown ``part``, a model without observed
+        variables, or one whose density holds random variables (a potential built with
+        ``pm.logp`` of a model variable whose clones PyMC cannot replace by values).
     """
     import pymc as pm
     model = pm.modelcontext(model)
@@ -76,12 +78,24 @@ def temper(model: Any = None, temperature: float = 1.0, *, part: str = "likeliho
     tempered = model_of_fgraph(*fgraph_of_model(model))
     if t == 1.0:
         return tempered
-    terms = [pm.logp(rv, tempered.rvs_to_values[rv]).sum() for rv in tempered.observed_RVs]
+    # The model's own logp, not pm.logp(rv, value): for a symbolic distribution (a random walk,
+    # a mixture) pm.logp lifts clones of the parents' random variables into the graph, which the
+    # model then cannot replace by their values, so the potential would draw them afresh at every
+    # evaluation (a random density). Model.logp replaces every random variable by its value.
+    part_vars = list(tempered.observed_RVs)
     if part == "joint":
-        terms += [pm.logp(rv, rv).sum() for rv in tempered.free_RVs]
-        terms += [pot.sum() for pot in tempered.potentials]
+        part_vars += [*tempered.free_RVs, *tempered.potentials]
+    tempered_part = tempered.logp(vars=part_vars, jacobian=False, sum=True)
     with tempered:
-        pm.Potential(TEMPERING_POTENTIAL, (1.0 / t - 1.0) * sum(terms))
+        pm.Potential(TEMPERING_POTENTIAL, (1.0 / t - 1.0) * tempered_part)
+    left = random_variables_in([tempered.logp()])
+    if left:
+        raise ValueError(
+            f"the tempered log density still holds random variables ({', '.join(left)}), so it would be "
+            "random at every evaluation and no privacy proof holds for it. A pm.Potential of the model "
+            "probably uses pm.logp of a model variable; build it from model.logp(vars=[...]) or with "
+            "model.replace_rvs_by_values first."
+        )
     return tempered
 
 
