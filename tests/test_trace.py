@@ -419,3 +419,22 @@ def test_the_records_dim_is_released_with_numbers_not_its_labels():
     assert list(posterior["obs"].values) == [0, 1, 2, 3, 4]
     assert list(posterior["coef"].values) == ["a", "b"]
     assert np.array_equal(posterior["u"].values, idata.posterior["u"].values)
+
+
+@pytest.mark.parametrize("observed_dims", [None, "obs"], ids=["observed_without_dims", "observed_on_another_dim"])
+def test_a_per_record_latents_labels_are_renumbered_whatever_dim_the_observed_variable_has(observed_dims):
+    # A per-record latent on "patient" beside an observed variable declared without dims (or on a
+    # dim of its own): "patient" is as long as the records, so its labels are identifiers too.
+    import pymc_dp as pmdp
+
+    y = np.array([0.3, -1.2, 0.8, 2.1, -0.4])
+    ids = [f"MRN-{1000 + 37 * i}" for i in range(y.size)]
+    with pm.Model(coords={"patient": ids, "obs": np.arange(y.size), "coef": ["a", "b"]}) as model:
+        pm.Normal("b", dims="coef")
+        z = pm.Normal("z", 0, 1, dims="patient")
+        pm.Normal("y", z, 1.0, observed=y, dims=observed_dims)
+        idata = pm.sample(20, tune=20, chains=1, cores=1, progressbar=False, random_seed=0,
+                          compute_convergence_checks=False)
+    posterior = pmdp.release(idata, ledger=pmdp.PrivacyLedger(), model=model).posterior
+    assert list(posterior["patient"].values) == list(range(y.size))
+    assert list(posterior["coef"].values) == ["a", "b"]

@@ -105,20 +105,40 @@ RECORD_DIMS = "_pymc_dp_record_dims"
 
 
 def record_dims(model: Any) -> frozenset[str]:
-    """The dims along the records: each observed variable's first dim (and those a model copy inherited)."""
+    """The dims along the records, whose labels are data (identifiers of the records).
+
+    Each observed variable's first dim, every dim exactly as long as an observed
+    variable's records (a per-record latent's dim beside an observed variable declared
+    without dims), and those a model copy inherited. A group dim that happens to be as
+    long as the records is counted too: renumbering its labels loses nothing private.
+    """
     dims_of = getattr(model, "named_vars_to_dims", {})
     first = {(dims_of.get(rv.name) or (None,))[0] for rv in getattr(model, "observed_RVs", [])}
-    return frozenset(d for d in first if d) | frozenset(getattr(model, RECORD_DIMS, ()))
+    records = _record_lengths(model)
+    as_long = {d for d, length in getattr(model, "dim_lengths", {}).items() if _length(length) in records}
+    return frozenset(d for d in first | as_long if d) | frozenset(getattr(model, RECORD_DIMS, ()))
 
 
-def group_level_data(model: Any) -> list[Any]:
-    """``pm.Data`` containers declared with dims, none as long as the records (see :func:`dim_lengths`)."""
+def _length(var: Any) -> int | None:
+    """The value of a dim length (a shared or constant scalar), or None if it is neither."""
+    value = var.get_value(borrow=True) if hasattr(var, "get_value") else getattr(var, "data", None)
+    return int(np.asarray(value)) if value is not None and np.ndim(value) == 0 else None
+
+
+def _record_lengths(model: Any) -> set[int]:
+    """The numbers of records of the model's observed variables (their first axes)."""
     records = set()
     for rv in getattr(model, "observed_RVs", []):
         value = model.rvs_to_values.get(rv)
         data = value.get_value(borrow=True) if hasattr(value, "get_value") else getattr(value, "data", None)
         if data is not None and np.ndim(data):
             records.add(int(np.shape(data)[0]))
+    return records
+
+
+def group_level_data(model: Any) -> list[Any]:
+    """``pm.Data`` containers declared with dims, none as long as the records (see :func:`dim_lengths`)."""
+    records = _record_lengths(model)
     out = []
     dims_of = getattr(model, "named_vars_to_dims", {})
     for var in getattr(model, "data_vars", []):
