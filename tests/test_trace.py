@@ -129,6 +129,10 @@ def test_release_drops_sampler_internals_and_timing(fitted):
     # created_at is one value across groups (no timing channel between groups)
     created = {_compat.get_group(out, g).attrs.get("created_at") for g in ("posterior", "sample_stats")}
     assert len(created) == 1
+    # ... and a date, not a time: with the ledger's entries it would time the run
+    (day,) = created
+    assert len(day) == 10 and day == fitted[1].posterior.attrs["created_at"][:10]
+    assert all(e.timestamp.endswith("T00:00:00+00:00") for e in pmdp.ledger(out).entries)
 
 
 def test_release_sample_stats_only_when_whitelisted_explicitly(fitted):

@@ -32,7 +32,13 @@ class PrivacyCost(NamedTuple):
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    """Today, UTC, as an ISO-8601 time at midnight: an entry is dated, not timed.
+
+    A finer time is a timing channel: an entry written before a private run and a trace
+    (or the next entry) written after it would give how long the run took, which depends
+    on the data through the posterior's geometry.
+    """
+    return datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0).isoformat()
 
 
 def _new_id() -> str:

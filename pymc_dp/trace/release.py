@@ -28,9 +28,9 @@ __all__ = [
 ]
 
 #: Attributes copied into a released trace (top level and per group); everything else
-#: is dropped. ``created_at`` is the wall-clock time the trace was built and says
-#: nothing about the data; it is set to one value for every group so that the
-#: differences between groups' creation times (a timing channel) do not leak.
+#: is dropped. ``created_at`` is released as the date the trace was built (its day,
+#: not its time: with the ledger's dated entries a time would give how long the run
+#: took), one value for every group.
 #: ``sampling_time`` and ``tuning_steps`` are NOT released: how long sampling took
 #: depends on the data-dependent posterior geometry.
 RELEASED_ATTRS = ("arviz_version", "inference_library", "inference_library_version", "created_at")
@@ -298,7 +298,7 @@ def _resolve_model(model: Any) -> Any:
 def _clean_attrs(attrs: dict[str, Any], created_at: Any) -> dict[str, Any]:
     out = {k: attrs[k] for k in RELEASED_ATTRS if k in attrs and k != "created_at"}
     if created_at is not None:
-        out["created_at"] = created_at
+        out["created_at"] = str(created_at)[:10]  # the date: a finer time dates the end of the run
     out[VERSION_ATTR] = _pymc_dp_version()
     return out
 
@@ -344,7 +344,7 @@ def release(
       that charged them).
     * ``prior``: only if ``keep_prior=True``, restricted to the same variables.
     * attrs: only :data:`RELEASED_ATTRS` plus ``pymc_dp_version`` (``created_at`` set
-      to the posterior's value in every group); variable attrs are dropped.
+      to the date of the posterior's in every group); variable attrs are dropped.
     * coordinates: only those of dimensions used by a kept variable (unused
       coordinates such as record ids are dropped). Coordinates of a kept variable's
       dimensions ARE released: if a kept free variable is indexed by records (a
