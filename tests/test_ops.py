@@ -359,6 +359,25 @@ def test_ops_shows_and_logs_nothing_about_the_draws_it_withholds(monkeypatch, ca
     assert seen["progressbar"] is False and seen["compute_convergence_checks"] is False
     assert "OPS: 240/240 draws" in capfd.readouterr().err
     assert not any(word in caplog.text.lower() for word in ("rhat", "r-hat", "effective sample size", "diverg"))
+    # how long sampling took (PyMC's INFO line) is a function of the density that reads the records
+    assert "took" not in caplog.text and "NUTS" not in caplog.text
     with beta_bernoulli():
         with pytest.raises(ValueError, match="compute_convergence_checks=True cannot run with method='ops'"):
             pmdp.sample(60, method="ops", epsilon=4.0, truncate={"p": (A0, 1 - A0)}, compute_convergence_checks=True)
+
+
+def test_a_callback_is_refused_where_the_sampler_reads_the_records_and_taken_where_it_does_not():
+    calls = []
+    lg = pmdp.PrivacyLedger()
+    with beta_bernoulli():
+        with pytest.raises(ValueError, match="callback= cannot run on this route.*nothing was spent"):
+            pmdp.sample(60, method="ops", epsilon=4.0, truncate={"p": (A0, 1 - A0)}, ledger=lg,
+                        callback=lambda **kw: calls.append(1))
+    assert not lg.entries and not calls
+    y = np.random.default_rng(2).normal(0.5, 1.0, 40)
+    with pm.Model():
+        mu = pm.Normal("mu", 0, 5)
+        pm.Normal("y", mu, 1.0, observed=y)
+        pmdp.sample(20, tune=20, chains=1, epsilon=1.0, bounds={"y": {"x": (-5.0, 5.0)}}, ledger=lg,
+                    progressbar=False, nuts_sampler="pymc", callback=lambda **kw: calls.append(1))
+    assert len(calls) == 40 and len(lg.entries) == 1  # the Laplace route samples a record-free model

@@ -33,7 +33,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..accounting import PrivacyLedger
-from .base import Ran, RoutePlan, check_request, execute
+from .base import Ran, RoutePlan, check_plan_keywords, check_request, execute
 from .gibbs import GibbsPlan, GibbsRun, plan_gibbs, plan_gibbs_run
 from .laplace import LaplacePlan, plan_laplace
 from .measurements import MeasurementsPlan, plan_measurements
@@ -131,7 +131,10 @@ def _plan(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighb
     if isinstance(method, str) and method == "auto":
         route_options = {k: keywords.pop(k) for k in list(keywords) if k in _ALL_OPTIONS}
         check_request(model, draws, keywords)
-        return choose_route(PLANNERS, model, draws, epsilon, ledger, neighbouring, {**keywords, **route_options})
-    options = options_for(method, keywords)
-    check_request(model, draws, keywords)
-    return PLANNERS[options.method](model, draws, epsilon, options, ledger, neighbouring, keywords)
+        plan = choose_route(PLANNERS, model, draws, epsilon, ledger, neighbouring, {**keywords, **route_options})
+    else:
+        options = options_for(method, keywords)
+        check_request(model, draws, keywords)
+        plan = PLANNERS[options.method](model, draws, epsilon, options, ledger, neighbouring, keywords)
+    check_plan_keywords(plan, keywords)
+    return plan

@@ -25,8 +25,9 @@ from __future__ import annotations
 import inspect
 import warnings
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from ..trace import imputed_variables, release
 
 __all__ = [
     "RoutePlan", "Ran", "execute", "check_request", "check_initvals", "SEEDED_SAMPLER", "sampler_noise_source",
-    "resolve_chains", "apply_loglik_clip", "public_names",
+    "resolve_chains", "apply_loglik_clip", "public_names", "check_plan_keywords",
 ]
 
 #: The assumption an MCMC route's entries carry when ``random_seed`` fixed the sampler's randomness.
@@ -90,6 +91,45 @@ class RoutePlan(ABC):
         """How the run is named in a budget refusal."""
         return type(self).__name__
 
+    @property
+    def reads_records(self) -> bool:
+        """Whether the run's sampler reads the records (False only where it samples a record-free model)."""
+        return True
+
+
+def check_plan_keywords(plan: RoutePlan, keywords: Mapping[str, Any]) -> None:
+    """Refuse, before anything is spent, keywords that would hand the curator's internals to user code.
+
+    ``callback=`` sees every draw (tuning draws too) and the sampler's statistics of the
+    density it samples: where that density reads the records, more than the route pays for.
+    """
+    if plan.reads_records and keywords.get("callback") is not None:
+        raise ValueError(
+            f"callback= cannot run on this route ({plan.what}): PyMC would call it with every draw and the sampler's "
+            "statistics of a density that reads the records, of which only the released draws are paid for. "
+            "Leave it out; nothing was spent."
+        )
+
+
+@contextmanager
+def _quiet_sampler_logs(active: bool) -> Iterator[None]:
+    """Silence PyMC's log lines while a sampler reads the records.
+
+    PyMC logs how long sampling took (INFO) and the energies of divergent trajectories
+    (DEBUG): both functions of the data-dependent density, and released to whoever reads
+    the log. Warnings (WARNING and above) still show.
+    """
+    import logging
+
+    logger = logging.getLogger("pymc")
+    previous = logger.level
+    if active and logger.getEffectiveLevel() < logging.WARNING:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
 
 def execute(plan: RoutePlan) -> Any:
     """Reserve the plan's cost, run it, record what it spent, and release the trace.
@@ -99,7 +139,8 @@ def execute(plan: RoutePlan) -> Any:
     """
     with plan.ledger.reserve(list(plan.entries), what=plan.what) as reservation:
         try:
-            ran = plan.run()
+            with _quiet_sampler_logs(plan.reads_records):
+                ran = plan.run()
         except BaseException as failure:
             spent = list(plan.spent_on_failure(failure))
             if spent:

@@ -53,6 +53,10 @@ class ChosenRoute(RoutePlan):
     def what(self) -> str:
         return self.inner.what
 
+    @property
+    def reads_records(self) -> bool:
+        return self.inner.reads_records
+
     def _mark(self, entries: Sequence[LedgerEntry]) -> list[LedgerEntry]:
         passed = dict(self.passed_over or {})
         return [

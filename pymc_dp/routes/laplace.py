@@ -60,6 +60,10 @@ class LaplacePlan(RoutePlan):
     def what(self) -> str:
         return "privatising the model's observed variables"
 
+    @property
+    def reads_records(self) -> bool:
+        return False  # the sampled model holds released statistics only
+
     def run(self) -> Ran:
         sampled = self.model
         if self.privatization is not None:

@@ -38,6 +38,10 @@ class MeasurementsPlan(RoutePlan):
     def what(self) -> str:
         return "releasing a logistic regression's noisy gradients"
 
+    @property
+    def reads_records(self) -> bool:
+        return False  # the sampled model holds released statistics only
+
     def run(self) -> Ran:
         self._scratch = PrivacyLedger(neighbouring=self.ledger.neighbouring)
         private = self.privatization.release(self._scratch, self.noise_rng)
