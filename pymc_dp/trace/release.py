@@ -209,7 +209,7 @@ def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapp
             )
         if neighbouring == "add_remove" and any(abs(n - c) <= 1 for n in shape for c in counts):
             raise ValueError(
-                f"cannot release {name!r}: it has a dimension as long as the records, give or take one ({shape}), and "
+                f"cannot release {name!r}: it has a dimension as long as the records, give or take one, and "  # no shape: N is private
                 "under add_remove neighbouring the number of records is private. Use neighbouring='replace' (N "
                 "public) or leave such variables out of the release."
             )
