@@ -145,10 +145,14 @@ def test_group_level_data_declared_with_dims_is_public_on_every_route():
         uranium = pm.Data("uranium", rng.normal(size=5), dims="county")
         g = pm.Normal("g", 0, 1, shape=2)
         a = pm.Normal("a", g[0] + g[1] * uranium, 1.0, dims="county")
+        pm.Deterministic("county_mean", g[0] + g[1] * uranium, dims="county")  # post-processing of public data
         pm.Normal("y", a[pm.Data("county_idx", idx)], 1.0, observed=y)
     assert pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -8, 1)).total == 9
     idata = pmdp.sample(20, epsilon=10.0, model=model, loglik_clip=(-8, 1), random_seed=1, **QUIET)
-    assert {"g", "a"} <= set(_compat.get_group(idata, "posterior").data_vars)
+    assert {"g", "a", "county_mean"} <= set(_compat.get_group(idata, "posterior").data_vars)
+    # read as public without a declaration, so the ledger says so
+    (entry,) = pmdp.ledger(idata).entries
+    assert any("'uranium' (dims county) read as public group-level data" in a for a in entry.assumptions)
     with pm.Model() as undeclared:  # a container without group dims is data
         scale = pm.Data("scale", np.array(0.5))
         pm.Normal("y", pm.Normal("m", 0, scale), 1.0, observed=y)

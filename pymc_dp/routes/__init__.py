@@ -33,6 +33,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..accounting import PrivacyLedger
+from ..trace.release import group_level_assumption
 from .base import Ran, RoutePlan, check_plan_keywords, check_request, execute
 from .gibbs import GibbsPlan, GibbsRun, plan_gibbs, plan_gibbs_run
 from .laplace import LaplacePlan, plan_laplace
@@ -137,4 +138,5 @@ def _plan(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighb
         check_request(model, draws, keywords)
         plan = PLANNERS[options.method](model, draws, epsilon, options, ledger, neighbouring, keywords)
     check_plan_keywords(plan, keywords)
+    plan.assumptions = group_level_assumption(model)
     return plan

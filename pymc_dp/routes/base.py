@@ -77,6 +77,8 @@ class RoutePlan(ABC):
 
     ledger: PrivacyLedger
     entries: Sequence[LedgerEntry] = field(default_factory=tuple)
+    #: Assumptions every entry the run spends is recorded with (e.g. group-level data read as public).
+    assumptions: Sequence[str] = field(default_factory=tuple, kw_only=True)
 
     @abstractmethod
     def run(self) -> Ran:
@@ -131,6 +133,14 @@ def _quiet_sampler_logs(active: bool) -> Iterator[None]:
         logger.setLevel(previous)
 
 
+def _with_assumptions(entries: Sequence[LedgerEntry], assumptions: Sequence[str]) -> list[LedgerEntry]:
+    from dataclasses import replace
+
+    new = tuple(assumptions)
+    return [replace(e, assumptions=(*e.assumptions, *(a for a in new if a not in e.assumptions))) if new else e
+            for e in entries]
+
+
 def execute(plan: RoutePlan) -> Any:
     """Reserve the plan's cost, run it, record what it spent, and release the trace.
 
@@ -142,11 +152,11 @@ def execute(plan: RoutePlan) -> Any:
             with _quiet_sampler_logs(plan.reads_records):
                 ran = plan.run()
         except BaseException as failure:
-            spent = list(plan.spent_on_failure(failure))
+            spent = _with_assumptions(plan.spent_on_failure(failure), plan.assumptions)
             if spent:
                 reservation.commit(spent)
             raise
-        reservation.commit(list(ran.spent))
+        reservation.commit(_with_assumptions(ran.spent, plan.assumptions))
     return release(
         ran.trace, ledger=plan.ledger, model=ran.model, sample_stats=tuple(ran.sample_stats),
         warmup_sample_stats=ran.warmup_sample_stats,

@@ -24,7 +24,7 @@ from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_
 
 __all__ = [
     "release", "data_dependent_deterministics", "imputed_variables", "check_released_variables", "check_release_plan",
-    "RELEASED_ATTRS",
+    "RELEASED_ATTRS", "public_containers", "group_level_assumption",
 ]
 
 #: Attributes copied into a released trace (top level and per group); everything else
@@ -84,13 +84,17 @@ def data_dependent_deterministics(model: Any) -> dict[str, str]:
         value = model.rvs_to_values.get(rv)
         if value is not None:
             markers[value] = f"the observed data of {rv.name!r}"
+    public = public_containers(model)
     for dv in getattr(model, "data_vars", []):
-        markers[dv] = f"the pm.Data container {dv.name!r}"
+        if dv not in public:
+            markers[dv] = f"the pm.Data container {dv.name!r}"
 
     blockers = list(model.free_RVs)
     out: dict[str, str] = {}
     for det in model.deterministics:
         for var in _ancestors([det], blockers):
+            if var in public:
+                continue
             if var in markers:
                 reason = markers[var]
             elif isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
@@ -105,6 +109,32 @@ def data_dependent_deterministics(model: Any) -> dict[str, str]:
             out[det.name] = reason
             break
     return out
+
+
+def public_containers(model: Any) -> set[Any]:
+    """The ``pm.Data`` containers every route reads as public: declared (``public=``) or group-level.
+
+    Group-level data (:func:`~pymc_dp.model._graph.group_level_data`, dims none as long as
+    the records nor along them) is a covariate of the groups, public like the dims; the
+    routes record it in the ledger as an assumption (:func:`group_level_assumption`).
+    """
+    along = record_dims(model)
+    dims_of = getattr(model, "named_vars_to_dims", {})
+    declared = set(getattr(model, PUBLIC_DATA, ()))
+    out = {v for v in getattr(model, "data_vars", []) if v.name in declared}
+    out |= {v for v in group_level_data(model) if not set(dims_of.get(v.name) or ()) & along}
+    return out
+
+
+def group_level_assumption(model: Any) -> tuple[str, ...]:
+    """The ledger assumption naming the group-level containers read as public (none: empty)."""
+    dims_of = getattr(model, "named_vars_to_dims", {})
+    found = [v for v in group_level_data(model) if v.name not in set(getattr(model, PUBLIC_DATA, ()))]
+    if not found:
+        return ()
+    listed = ", ".join(f"{v.name!r} (dims {', '.join(dims_of.get(v.name) or ())})" for v in found)
+    return (f"pm.Data {listed} read as public group-level data (not one row per record): used as given, "
+            "not privatised; values computed from the records would make this guarantee wrong",)
 
 
 def imputed_variables(model: Any) -> dict[str, str]:
