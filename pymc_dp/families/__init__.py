@@ -20,7 +20,7 @@ from .linear_regression import LinearRegression
 from .multinomial import Multinomial
 from .normal import Normal
 from .poisson import Poisson
-from .privatize import ClippedRecordsWarning, privatize
+from .privatize import ClippedRecordsWarning, DegenerateReleaseWarning, privatize
 from .registry import FAMILIES, family_of_dist, get_family, register
 from .statistics import PrivateStatistics
 
@@ -44,6 +44,7 @@ __all__ = [
     "Binomial",
     "Categorical",
     "ClippedRecordsWarning",
+    "DegenerateReleaseWarning",
     "Exponential",
     "FAMILIES",
     "Family",

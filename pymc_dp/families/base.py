@@ -127,6 +127,15 @@ class Family(ABC):
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """Map a noisy S onto the set of valid statistics (``n`` is None when N is private)."""
 
+    def plug_in_degeneracy(self, values: np.ndarray, n: float) -> str | None:
+        """Why the plug-in likelihood of these (projected) statistics has no maximum, or None.
+
+        Post-processing of released values (no privacy cost). Families with a scale
+        parameter say so when the noise left no spread: the plug-in likelihood then grows
+        without bound as the scale goes to 0 and the posterior collapses there.
+        """
+        return None
+
     def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
         """The number of records implied by (projected) statistics, when N is private."""
         raise ValueError(f"family {self.name!r} cannot estimate N from its statistics under {neighbouring!r}.")

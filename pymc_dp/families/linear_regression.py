@@ -274,6 +274,15 @@ class LinearRegression(Family):
         out[m + d] = yty
         return out
 
+    def plug_in_degeneracy(self, values: np.ndarray, n: float) -> str | None:
+        """yᵀy at its floor Xᵀyᵀ(XᵀX)⁺Xᵀy: no residual left, and σ's plug-in posterior collapses."""
+        xtx, xty, yty = self.unpack(np.asarray(values, dtype=float))
+        explained = float(xty @ np.linalg.pinv(xtx, hermitian=True) @ xty)
+        if yty - explained > 1e-9 * max(abs(yty), np.finfo(float).tiny):
+            return None
+        return ("the released yᵀy leaves no residual sum of squares (the noise pushed it to its floor, what the "
+                "released XᵀX and Xᵀy explain)")
+
     def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
         """N̂ = the released count (the last coordinate) under add/remove."""
         if relation(neighbouring) != "add_remove":

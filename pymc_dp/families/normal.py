@@ -172,6 +172,15 @@ class Normal(Family):
             out[1] = min(max(out[1], lower), upper)
         return out
 
+    def plug_in_degeneracy(self, values: np.ndarray, n: float) -> str | None:
+        """Σx² at its floor (Σx)²/N: the released spread is zero, and σ's plug-in posterior collapses."""
+        if self.known_sigma:
+            return None
+        mean_square, square_mean = values[1] / n, (values[0] / n) ** 2
+        if mean_square - square_mean > 1e-9 * max(abs(mean_square), np.finfo(float).tiny):
+            return None
+        return "the released Σx² leaves no spread around the released mean (the noise pushed it to its floor (Σx)²/N)"
+
     def n_from_statistics(self, values: np.ndarray, neighbouring: str) -> float:
         """N̂ = the released count (its last coordinate) under add/remove."""
         if relation(neighbouring) != "add_remove":

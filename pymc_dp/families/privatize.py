@@ -27,6 +27,13 @@ class ClippedRecordsWarning(UserWarning):
     """Some records lay outside the declared bounds and were clipped to them."""
 
 
+class DegenerateReleaseWarning(UserWarning):
+    """The released statistics leave the plug-in likelihood without a maximum (σ's posterior collapses to 0).
+
+    Raised from released values only (post-processing, no privacy cost), so it may be shown.
+    """
+
+
 def privatize(
     data: Any,
     family: str | Family,

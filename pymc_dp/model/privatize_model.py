@@ -487,8 +487,35 @@ class PrivatizationPlan:
             )
         for s in stats.values():
             _register(new_model, s)
+        _warn_degenerate_plug_in(self.model, stats, self.noise_aware)
         return PrivatisedModel(model=new_model, statistics=stats, ledger=ledger, dropped=dropped,
                                noise_aware=self.noise_aware)
+
+
+def _warn_degenerate_plug_in(model: Any, stats: Mapping[str, PrivateStatistics], noise_aware: Mapping[str, bool]) -> None:
+    """Warn where a plug-in likelihood of the released statistics collapses an unknown σ to 0.
+
+    Read from released values only, so the warning is post-processing and may be shown.
+    """
+    from ..families import DegenerateReleaseWarning
+
+    for name, st in stats.items():
+        if noise_aware[name]:
+            continue
+        why = st.family.plug_in_degeneracy(np.asarray(st.values, dtype=float), float(st.n))
+        if why is None:
+            continue
+        sigma = model[name].owner.inputs[-1]  # a Normal's (or a recognised regression's) σ
+        if not any(v in set(model.free_RVs) for v in ancestors([sigma])):
+            continue  # a known σ: nothing to collapse
+        warnings.warn(
+            f"{name!r}: {why}. The plug-in likelihood then grows without bound as σ → 0, so σ's posterior "
+            "collapses there and the other parameters' posteriors are over-confident. Nothing more was spent. "
+            "Use a larger epsilon or more records, or the noise-aware likelihood (noise_aware=True for a Normal; "
+            "for a regression, pmdp.observe_stats with a covariate model, x_mu= and x_sigma=).",
+            DegenerateReleaseWarning,
+            stacklevel=4,
+        )
 
 
 def _likelihood_note(name: str, noise_aware: bool) -> tuple[str, ...]:
