@@ -183,6 +183,18 @@ def test_an_option_of_another_route_names_its_route(method, option, owner):
             pmdp.sample(10, epsilon=1.0, method=method, **option)
 
 
+@pytest.mark.parametrize("method", ["ops", "auto"])
+def test_another_routes_option_left_at_its_default_none_is_no_option(method):
+    # noise_rng=None is what the signature's default means; passing it explicitly is not a request
+    ledger = PrivacyLedger()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with beta_bernoulli():
+            pmdp.sample(10, epsilon=1.0, method=method, truncate={"p": (0.2, 0.8)}, noise_rng=None, ledger=ledger,
+                        **SHORT)
+    assert len(ledger) == 1
+
+
 def test_route_objects_and_keywords_are_the_same_call():
     kwargs = dict(epsilon=1.0, random_seed=3, **SHORT)
     with warnings.catch_warnings():

@@ -303,11 +303,14 @@ def _truncation_hint(param: Any, model: Any, family: Any, key: str) -> str:
     base = _strip(param)
     example = family.truncation_examples.get(key, "(lower, upper)").split(" (")[0]
     if base in free:
-        return f" Make it finite with pmdp.truncate(model, {{{base.name!r}: {example}}}) or pmdp.clip_loglik."
+        return (f" Make it finite with truncate={{{base.name!r}: {example}}} in pmdp.sample (pmdp.truncate(model, "
+                f"{{{base.name!r}: {example}}}) on a model), or clip the log-likelihood (loglik_clip=(lower, upper) in "
+                "pmdp.sample; pmdp.clip_loglik on a model).")
     names = sorted({v.name for v in ancestors([param], blockers=list(free)) if v in free})
     if names:
-        return f" It is a function of {names}: truncate those (pmdp.truncate) or use pmdp.clip_loglik."
-    return " Use pmdp.clip_loglik."
+        return (f" It is a function of {names}: truncate those (truncate= in pmdp.sample, pmdp.truncate on a model) "
+                "or clip the log-likelihood (loglik_clip=(lower, upper) in pmdp.sample; pmdp.clip_loglik on a model).")
+    return " Clip the log-likelihood: loglik_clip=(lower, upper) in pmdp.sample (pmdp.clip_loglik on a model)."
 
 
 def _record_counts(model: Any) -> list[int]:
@@ -469,7 +472,7 @@ def _variable_sensitivity(
     except ValueError as err:
         raise ValueError(
             f"observed variable {rv.name!r}: no log-likelihood sensitivity can be derived for its likelihood ({err}). "
-            "Clip its per-record log-likelihood instead: pmdp.clip_loglik(model, lower, upper)."
+            "Clip its per-record log-likelihood instead: loglik_clip=(lower, upper) in pmdp.sample (pmdp.clip_loglik(model, lower, upper) on a model)."
         ) from None
     if neighbouring != "replace":
         raise ValueError(

@@ -92,7 +92,7 @@ def choose_route(
     for method in AUTO_ORDER:
         cls = ROUTE_OPTIONS[method]
         own = {f.name for f in fields(cls)}
-        foreign = sorted(set(given) - own)
+        foreign = sorted(k for k in set(given) - own if given[k] is not None)  # None: left at its default
         if foreign:
             refusals[method] = f"does not take {', '.join(foreign)}"
             continue

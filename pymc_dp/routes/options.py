@@ -272,6 +272,8 @@ def options_for(method: Any, keywords: dict[str, Any]) -> RouteOptions:
         )
     own = {f.name for f in fields(options)}
     given = {k: keywords.pop(k) for k in list(keywords) if k in own}
+    for k in [k for k in keywords if keywords[k] is None and _owners(k)]:
+        keywords.pop(k)  # another route's option left at its default (None) is no option at all
     misplaced = {k: _owners(k) for k in list(keywords) if _owners(k)}
     if misplaced:
         where = "; ".join(f"{k} applies to method={' / '.join(map(repr, m))}" for k, m in misplaced.items())
