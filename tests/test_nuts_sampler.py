@@ -143,3 +143,30 @@ def test_a_reused_compiled_model_samples_exactly_what_a_fresh_compilation_does()
     assert abs(float(shrunk.posterior["mu"].mean())) < 0.5 * abs(float(fresh.posterior["mu"].mean()))
 
 
+
+
+@pytest.mark.parametrize(
+    "method, options",
+    [("ops", {"loglik_clip": (-8.0, 0.0)}), ("saa", {"ranges": {"mu": (-3.0, 3.0), "sigma": (0.0, 5.0)}, "blocks": 3})],
+)
+def test_routes_whose_models_hold_the_records_use_pymcs_nuts_unless_asked(monkeypatch, method, options):
+    # Their sampled models are new at every call (every block), so nutpie would compile each one
+    # (benchmarks/ops_samplers.py: 1.7-3.5x slower end to end); an explicit choice is still taken.
+    asked = []
+    original = pm.sample
+
+    def recording(*args, **kwargs):
+        asked.append(kwargs.get("nuts_sampler"))
+        return original(*args, **{**kwargs, "nuts_sampler": "pymc"})  # run PyMC's whatever was asked
+
+    monkeypatch.setattr(pm, "sample", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for sampler in (None, "nutpie"):
+            chosen = {} if sampler is None else {"nuts_sampler": sampler}
+            if sampler == "nutpie" and not HAS_NUTPIE:
+                continue
+            pmdp.sample(10, tune=10, chains=1, model=_normal_model(60), epsilon=5.0, method=method, progressbar=False,
+                        random_seed=1, **options, **chosen)
+            assert asked and set(asked) == {sampler or "pymc"}
+            asked.clear()

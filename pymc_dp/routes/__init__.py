@@ -98,9 +98,9 @@ def sample(
         ``bounds=``, ``truncate=``, ``samples=``, ``temperature=``), then anything
         ``pm.sample`` takes (``tune``, ``chains``, ``random_seed``, ``step``, ...).
         An option of another route, or a keyword ``pm.sample`` does not know, is
-        refused before anything is spent. ``nuts_sampler=`` (laplace and ops routes)
-        defaults to PyMC's choice; nutpie's compilation is reused across releases
-        (:mod:`pymc_dp.routes.nutpie_cache`).
+        refused before anything is spent. ``nuts_sampler=`` defaults to PyMC's choice on
+        the laplace route (nutpie's compilation is reused: :mod:`pymc_dp.routes.nutpie_cache`)
+        and to PyMC's NUTS on ops and saa, whose models hold the records (nutpie compiles per call).
 
     Returns
     -------

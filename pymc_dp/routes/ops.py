@@ -237,8 +237,11 @@ class OPSRun(RoutePlan):
         import pymc as pm
 
         kwargs = dict(self.pm_kwargs)
+        # PyMC's NUTS unless asked: the tempered model holds the records, so it is new at every call and
+        # nutpie would compile it every time (about 2x slower end to end; benchmarks/ops_samplers.py).
+        kwargs["nuts_sampler"] = kwargs.get("nuts_sampler") or "pymc"
         progress = kwargs.pop("progressbar", True)
-        if progress and kwargs.get("nuts_sampler") in (None, "pymc"):
+        if progress and kwargs["nuts_sampler"] == "pymc":
             chains, tune = self.plan.chains, int(kwargs.get("tune", 1000))
             line = ProgressLine("OPS", chains * (tune + self.draws), progress)
             kwargs["callback"] = chained_callback(line, kwargs.get("callback"))

@@ -289,6 +289,8 @@ class SAARun(RoutePlan):
         kwargs = {k: v for k, v in self.pm_kwargs.items() if k not in _OWN_KEYS}
         kwargs.setdefault("cores", 1)
         kwargs["compute_convergence_checks"] = False
+        # PyMC's NUTS unless asked: every block is a new model, which nutpie would compile afresh
+        kwargs["nuts_sampler"] = kwargs.get("nuts_sampler") or "pymc"
         seeds = _block_seeds(self.pm_kwargs.get("random_seed"), len(partition))
         bar = ProgressLine("subsample and aggregate", len(partition), self.pm_kwargs.get("progressbar", True),
                            unit="blocks fitted")
