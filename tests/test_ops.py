@@ -366,6 +366,25 @@ def test_ops_shows_and_logs_nothing_about_the_draws_it_withholds(monkeypatch, ca
             pmdp.sample(60, method="ops", epsilon=4.0, truncate={"p": (A0, 1 - A0)}, compute_convergence_checks=True)
 
 
+def test_no_info_or_debug_line_leaves_while_the_records_are_read_whatever_logger_levels_say(caplog):
+    # PyMC logs sampling times (INFO) and divergent energies (DEBUG); numba's DEBUG log prints the
+    # code it compiles, observed arrays included. A level set on a child logger must not get around it.
+    import logging
+
+    child = logging.getLogger("pymc.sampling.mcmc")
+    before = child.level
+    child.setLevel(logging.DEBUG)
+    try:
+        with beta_bernoulli(), caplog.at_level(logging.DEBUG):
+            pmdp.sample(30, method="ops", epsilon=4.0, truncate={"p": (A0, 1 - A0)}, tune=20, chains=1, cores=1,
+                        random_seed=1, progressbar=False)
+    finally:
+        child.setLevel(before)
+    leaked = [r for r in caplog.records if r.levelno < logging.WARNING and not r.name.startswith("arviz")]
+    assert not leaked, [(r.name, r.getMessage()[:80]) for r in leaked]
+    assert logging.root.manager.disable == logging.NOTSET  # switched back on afterwards
+
+
 def test_a_callback_is_refused_where_the_sampler_reads_the_records_and_taken_where_it_does_not():
     calls = []
     lg = pmdp.PrivacyLedger()

@@ -160,6 +160,32 @@ def test_group_level_data_declared_with_dims_is_public_on_every_route():
         pmdp.loglik_sensitivity(pmdp.clip_loglik(undeclared, -8, 1))
 
 
+def test_a_container_the_observed_value_is_computed_from_is_never_group_level_data():
+    # observed=table[:, 0]: the records' own container, with dims that are not the observed variable's
+    from pymc_dp.model._graph import group_level_data, record_dims
+
+    rng = np.random.default_rng(8)
+    table = rng.normal(2.0, 1.0, (40, 2))
+    with pm.Model(coords={"row": [f"id-{i}" for i in range(40)], "col": ["a", "b"],
+                          "patient": [f"p{i}" for i in range(40)]}) as model:
+        t = pm.Data("table", table, dims=("row", "col"))
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("z", 0, 1, dims="patient")
+        pm.Deterministic("table_mean", t[:, 0].mean() + 0 * mu)
+        pm.Normal("y", mu, 1.0, observed=t[:, 0])
+    assert group_level_data(model) == []
+    assert {"row", "patient"} <= record_dims(model)
+    idata = pmdp.sample(20, epsilon=10.0, model=model, method="ops", loglik_clip=(-8, 1), random_seed=1, **QUIET)
+    posterior = _compat.get_group(idata, "posterior")
+    assert "table_mean" not in posterior.data_vars
+    assert list(posterior["patient"].values) == list(range(40))
+    with pm.Model(coords={"row": range(40), "col": ["a", "b"]}) as prior_reads_records:
+        t = pm.Data("table", table, dims=("row", "col"))
+        pm.Normal("y", pm.Normal("m", t[:, 0].mean(), 0.001), 1.0, observed=t[:, 0])
+    with pytest.raises(ValueError, match="prior of 'm' depend"):
+        pmdp.sample(20, epsilon=10.0, model=prior_reads_records, method="ops", loglik_clip=(-8, 1), **QUIET)
+
+
 @pytest.mark.parametrize("method", ["laplace", "ops", "saa"])
 def test_observed_values_computed_across_records_are_refused_on_every_route(method):
     y = np.random.default_rng(7).normal(size=40)

@@ -12,6 +12,7 @@ import warnings
 import arviz as az
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 import xarray as xr
 
@@ -442,3 +443,19 @@ def test_a_per_record_latents_labels_are_renumbered_whatever_dim_the_observed_va
     posterior = pmdp.release(idata, ledger=pmdp.PrivacyLedger(), model=model).posterior
     assert list(posterior["patient"].values) == list(range(y.size))
     assert list(posterior["coef"].values) == ["a", "b"]
+
+
+def test_labels_of_a_dim_one_shorter_than_the_records_are_renumbered():
+    # a random walk's innovations labelled by dates[1:], a sum-to-zero vector by ids[1:]
+    import pymc_dp as pmdp
+
+    y = np.array([0.3, -1.2, 0.8, 2.1, -0.4])
+    with pm.Model(coords={"date": [f"2026-01-0{i + 1}" for i in range(5)],
+                          "step": [f"2026-01-0{i + 2}" for i in range(4)]}) as model:
+        innovations = pm.Normal("innovations", 0, 1, dims="step")
+        level = pm.Deterministic("level", pt.concatenate([[0.0], pt.cumsum(innovations)]), dims="date")
+        pm.Normal("y", level, 1.0, observed=y, dims="date")
+        idata = pm.sample(20, tune=20, chains=1, cores=1, progressbar=False, random_seed=0,
+                          compute_convergence_checks=False)
+    posterior = pmdp.release(idata, ledger=pmdp.PrivacyLedger(), model=model).posterior
+    assert list(posterior["step"].values) == [0, 1, 2, 3]

@@ -107,14 +107,15 @@ RECORD_DIMS = "_pymc_dp_record_dims"
 def record_dims(model: Any) -> frozenset[str]:
     """The dims along the records, whose labels are data (identifiers of the records).
 
-    Each observed variable's first dim, every dim exactly as long as an observed
-    variable's records (a per-record latent's dim beside an observed variable declared
-    without dims), and those a model copy inherited. A group dim that happens to be as
-    long as the records is counted too: renumbering its labels loses nothing private.
+    Each observed variable's first dim, every dim as long as an observed variable's
+    records give or take one (a per-record latent's dim beside an observed variable
+    declared without dims; a random walk's innovations or a sum-to-zero vector, N − 1
+    long), and those a model copy inherited. A group dim that happens to have such a
+    length is counted too: renumbering its labels loses nothing private.
     """
     dims_of = getattr(model, "named_vars_to_dims", {})
     first = {(dims_of.get(rv.name) or (None,))[0] for rv in getattr(model, "observed_RVs", [])}
-    records = _record_lengths(model)
+    records = {n + k for n in _record_lengths(model) for k in (-1, 0, 1)}  # innovations, sum-to-zero: N - 1
     as_long = {d for d, length in getattr(model, "dim_lengths", {}).items() if _length(length) in records}
     return frozenset(d for d in first | as_long if d) | frozenset(getattr(model, RECORD_DIMS, ()))
 
@@ -126,24 +127,44 @@ def _length(var: Any) -> int | None:
 
 
 def _record_lengths(model: Any) -> set[int]:
-    """The numbers of records of the model's observed variables (their first axes)."""
+    """The numbers of records of the model's observed variables (their first axes).
+
+    Read from the observed values whatever they are: data, a constant, or an expression
+    of ``pm.Data`` containers (``observed=d[:, 0]``), whose length is evaluated.
+    """
     records = set()
     for rv in getattr(model, "observed_RVs", []):
         value = model.rvs_to_values.get(rv)
         data = value.get_value(borrow=True) if hasattr(value, "get_value") else getattr(value, "data", None)
-        if data is not None and np.ndim(data):
-            records.add(int(np.shape(data)[0]))
+        if data is not None:
+            if np.ndim(data):
+                records.add(int(np.shape(data)[0]))
+            continue
+        if value is not None and getattr(value.type, "ndim", 0):
+            static = value.type.shape[0]
+            records.add(int(static) if static is not None else int(np.asarray(value.shape[0].eval())))
     return records
 
 
+def _observed_containers(model: Any) -> set[Any]:
+    """The ``pm.Data`` containers an observed value is computed from (the records' own containers)."""
+    values = [model.rvs_to_values[rv] for rv in getattr(model, "observed_RVs", []) if rv in model.rvs_to_values]
+    data = set(getattr(model, "data_vars", []))
+    return {v for v in ancestors(values) if v in data}
+
+
 def group_level_data(model: Any) -> list[Any]:
-    """``pm.Data`` containers declared with dims, none as long as the records (see :func:`dim_lengths`)."""
+    """``pm.Data`` containers declared with dims, none as long as the records (see :func:`dim_lengths`).
+
+    A container an observed value is computed from holds records, whatever its dims.
+    """
     records = _record_lengths(model)
+    observed = _observed_containers(model)
     out = []
     dims_of = getattr(model, "named_vars_to_dims", {})
     for var in getattr(model, "data_vars", []):
         dims = dims_of.get(var.name) or ()
-        if not dims or any(d is None for d in dims):
+        if not dims or any(d is None for d in dims) or var in observed:
             continue
         lengths = {int(np.asarray(model.dim_lengths[d].eval())) for d in dims if d in model.dim_lengths}
         if len(lengths) == len(set(dims)) and not lengths & records:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..accounting import PrivacyLedger
 from ..trace.release import group_level_assumption
-from .base import Ran, RoutePlan, check_plan_keywords, check_request, execute
+from .base import Ran, RoutePlan, check_plan_keywords, check_request, execute, quiet_logs
 from .gibbs import GibbsPlan, GibbsRun, plan_gibbs, plan_gibbs_run
 from .laplace import LaplacePlan, plan_laplace
 from .measurements import MeasurementsPlan, plan_measurements
@@ -121,7 +121,13 @@ def sample(
 
 
 def _plan(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighbouring: Any, keywords: dict) -> RoutePlan:
-    """The validated, priced plan of a ``sample`` call (nothing spent)."""
+    """The validated, priced plan of a ``sample`` call (nothing spent); planning reads the records, so quietly."""
+    with quiet_logs():
+        return _plan_route(model, draws, epsilon, method, ledger, neighbouring, keywords)
+
+
+def _plan_route(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighbouring: Any,
+                keywords: dict) -> RoutePlan:
     import pymc as pm
 
     try:

@@ -37,7 +37,7 @@ from ..trace import imputed_variables, release
 
 __all__ = [
     "RoutePlan", "Ran", "execute", "check_request", "check_initvals", "SEEDED_SAMPLER", "sampler_noise_source",
-    "resolve_chains", "apply_loglik_clip", "public_names", "check_plan_keywords",
+    "resolve_chains", "apply_loglik_clip", "public_names", "check_plan_keywords", "quiet_logs",
 ]
 
 #: The assumption an MCMC route's entries carry when ``random_seed`` fixed the sampler's randomness.
@@ -114,23 +114,24 @@ def check_plan_keywords(plan: RoutePlan, keywords: Mapping[str, Any]) -> None:
 
 
 @contextmanager
-def _quiet_sampler_logs(active: bool) -> Iterator[None]:
-    """Silence PyMC's log lines while a sampler reads the records.
+def quiet_logs(active: bool = True) -> Iterator[None]:
+    """Hold back every INFO and DEBUG log line while code reads the records (planning, a sampler).
 
     PyMC logs how long sampling took (INFO) and the energies of divergent trajectories
-    (DEBUG): both functions of the data-dependent density, and released to whoever reads
-    the log. Warnings (WARNING and above) still show.
+    (DEBUG), numba's DEBUG log prints the code it compiles with the observed arrays in it:
+    all functions of the records, released to whoever reads the log. Loggers below
+    WARNING are switched off process-wide for the run (``logging.disable``: a level set
+    on a child logger does not get around it); warnings still show.
     """
     import logging
 
-    logger = logging.getLogger("pymc")
-    previous = logger.level
-    if active and logger.getEffectiveLevel() < logging.WARNING:
-        logger.setLevel(logging.WARNING)
+    previous = logging.root.manager.disable
+    if active and previous < logging.INFO:
+        logging.disable(logging.INFO)
     try:
         yield
     finally:
-        logger.setLevel(previous)
+        logging.disable(previous)
 
 
 def _with_assumptions(entries: Sequence[LedgerEntry], assumptions: Sequence[str]) -> list[LedgerEntry]:
@@ -149,7 +150,7 @@ def execute(plan: RoutePlan) -> Any:
     """
     with plan.ledger.reserve(list(plan.entries), what=plan.what) as reservation:
         try:
-            with _quiet_sampler_logs(plan.reads_records):
+            with quiet_logs(plan.reads_records):
                 ran = plan.run()
         except BaseException as failure:
             spent = _with_assumptions(plan.spent_on_failure(failure), plan.assumptions)
