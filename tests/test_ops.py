@@ -385,6 +385,21 @@ def test_no_info_or_debug_line_leaves_while_the_records_are_read_whatever_logger
     assert logging.root.manager.disable == logging.NOTSET  # switched back on afterwards
 
 
+@pytest.mark.parametrize("compile_kwargs", [{"mode": "monitor"}, {"profile": True}, {"mode": "object"}])
+def test_compile_options_that_could_run_user_code_on_the_density_are_refused_before_spending(compile_kwargs):
+    # a MonitorMode (any Mode object) calls user code on every node's value; profiles time the density
+    from pytensor.compile.mode import Mode
+
+    if compile_kwargs.get("mode") in ("monitor", "object"):
+        compile_kwargs = {"mode": Mode(linker="py")}
+    lg = pmdp.PrivacyLedger()
+    with beta_bernoulli():
+        with pytest.raises(ValueError, match="compile_kwargs on this route.*may only name a compilation mode"):
+            pmdp.sample(20, method="ops", epsilon=4.0, truncate={"p": (A0, 1 - A0)}, ledger=lg,
+                        compile_kwargs=compile_kwargs)
+    assert not lg.entries
+
+
 def test_a_callback_is_refused_where_the_sampler_reads_the_records_and_taken_where_it_does_not():
     calls = []
     lg = pmdp.PrivacyLedger()

@@ -105,11 +105,25 @@ def check_plan_keywords(plan: RoutePlan, keywords: Mapping[str, Any]) -> None:
     ``callback=`` sees every draw (tuning draws too) and the sampler's statistics of the
     density it samples: where that density reads the records, more than the route pays for.
     """
-    if plan.reads_records and keywords.get("callback") is not None:
+    if not plan.reads_records:
+        return
+    if keywords.get("callback") is not None:
         raise ValueError(
             f"callback= cannot run on this route ({plan.what}): PyMC would call it with every draw and the sampler's "
             "statistics of a density that reads the records, of which only the released draws are paid for. "
             "Leave it out; nothing was spent."
+        )
+    compile_kwargs = dict(keywords.get("compile_kwargs") or {})
+    mode, backend = compile_kwargs.pop("mode", None), compile_kwargs.pop("gradient_backend", None)
+    from pytensor.compile.mode import predefined_modes
+
+    named = {*predefined_modes, "FAST_RUN"}
+    if compile_kwargs or (mode is not None and not (isinstance(mode, str) and mode.upper() in named)) or (
+            backend is not None and not isinstance(backend, str)):
+        raise ValueError(
+            f"compile_kwargs on this route ({plan.what}) may only name a compilation mode (mode= one of "
+            f"{sorted(named)}) and a gradient_backend: a Mode object or other pytensor.function options can run user "
+            "code on every intermediate value of a density that reads the records. Nothing was spent."
         )
 
 
