@@ -458,3 +458,15 @@ def test_privatize_refuses_masked_dask_records():
     masked = da.ma.masked_array(da.from_array(np.array([0, 1, 1, 0])), mask=da.from_array(np.array([0, 1, 0, 0], bool)))
     with pytest.raises(ValueError, match="masked Dask array"):
         pmdp.privatize(masked, "bernoulli", epsilon=1.0)
+
+
+def test_the_gibbs_route_counts_its_draws_on_a_line_of_its_own(capfd):
+    # PyMC's bar would show the speed, the elapsed time and NUTS statistics of a density that reads the records
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with beta_bernoulli():
+            pmdp.sample(30, epsilon=2.0, method="gibbs", tune=20, chains=1, cores=1, random_seed=1,
+                        **ROUTE_ARGS["gibbs"])
+    err = capfd.readouterr().err
+    assert "private MCMC: 50/50 draws" in err
+    assert not any(word in err for word in ("draws/s", "Elapsed", "Remaining", "Step size", "Divergences"))

@@ -49,6 +49,7 @@ from ..step_methods import DP_STATS, NotConjugateError, PrivateGibbs, PrivateMet
 from ..step_methods._graph import children
 from ..step_methods._updates import ConjugateUpdate, is_per_record_latent
 from .. import _compat
+from .progress import ProgressLine
 from ..trace import check_release_plan
 from .base import Ran, RoutePlan, apply_loglik_clip, check_initvals, check_step_model, resolve_chains, sampler_noise_source
 from .options import Gibbs
@@ -438,7 +439,12 @@ class GibbsRun(RoutePlan):
         import pymc as pm
 
         steps = [*self.plan.steps, *self.plan.other_steps]
-        idata = pm.sample(self.plan.draws, model=self.model, step=steps, **self.pm_kwargs)
+        kwargs = dict(self.pm_kwargs)
+        # PyMC's bar shows speed, elapsed time and the NUTS statistics of a density that reads the
+        # records: a counter of the charged draws (a public number) stands in for it.
+        line = ProgressLine("private MCMC", self.plan.iterations, kwargs.pop("progressbar", True))
+        idata = pm.sample(self.plan.draws, model=self.model, step=steps, progressbar=False, callback=line.callback,
+                          **kwargs)
         if _compat.get_group(idata, "posterior") is None:
             raise InterruptedRunError(
                 "the private MCMC run was interrupted during tuning, before any draw was kept: there is nothing to "
