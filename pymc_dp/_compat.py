@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Mapping
 
+import numpy as np
 import xarray as xr
 
 import arviz as _az
@@ -215,16 +216,19 @@ def concat(traces: Sequence[Any], dim: str = "chain") -> Any:
     names: list[str] = []
     for t in traces:
         names += [g for g in group_names(t) if g not in names]
+    # As az.concat(reset_dim=True) the joined coordinate is renumbered 0..n-1: trace i's entries
+    # start after those of the traces before it, also in a group that only some traces have.
+    sizes = [max((ds.sizes[dim] for ds in (get_group(t, g) for g in group_names(t)) if ds is not None
+                  and dim in ds.dims), default=0) for t in traces]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
     groups = {}
     for name in names:
-        parts = [ds for ds in (get_group(t, name) for t in traces) if ds is not None]
-        with_dim = [ds for ds in parts if dim in ds.dims]
-        if len(with_dim) == len(parts) and len(parts) > 1:
-            joined = xr.concat(parts, dim=dim, combine_attrs="override")
-            # As az.concat(reset_dim=True): the joined coordinate is renumbered 0..n-1.
-            groups[name] = joined.assign_coords({dim: list(range(joined.sizes[dim]))})
+        parts = [(i, ds) for i, ds in enumerate(get_group(t, name) for t in traces) if ds is not None]
+        if all(dim in ds.dims for _, ds in parts):
+            placed = [ds.assign_coords({dim: np.arange(ds.sizes[dim]) + starts[i]}) for i, ds in parts]
+            groups[name] = xr.concat(placed, dim=dim, combine_attrs="override") if len(placed) > 1 else placed[0]
         else:
-            groups[name] = parts[0]
+            groups[name] = parts[0][1]
     return new_trace(groups, get_attrs(traces[0]), like=traces[0])
 
 

@@ -306,6 +306,19 @@ def test_concat_keeps_a_ledger_stored_only_as_the_attribute(fitted):
     assert ledger(both).total().epsilon == pytest.approx(0.75)
 
 
+def test_concat_keeps_each_traces_chains_in_a_group_only_some_traces_have():
+    # an ops release has no sample_stats, a gibbs release has its per-draw cost: after concat the
+    # cost must sit against the gibbs release's chains (2, 3), not the first two
+    ops = _compat.trace_from_dict({"posterior": {"mu": np.zeros((2, 5))}})
+    gibbs = _compat.trace_from_dict({"posterior": {"mu": np.ones((2, 5))},
+                                     "sample_stats": {"dp_epsilon": np.full((2, 5), 0.1)}})
+    out = _compat.concat([ops, gibbs])
+    posterior, stats = _compat.get_group(out, "posterior"), _compat.get_group(out, "sample_stats")
+    assert list(posterior["chain"].values) == [0, 1, 2, 3]
+    assert list(stats["chain"].values) == [2, 3]
+    assert np.all(posterior["mu"].sel(chain=stats["chain"]).values == 1.0)
+
+
 def test_concat_along_draw_is_refused_for_traces_with_a_ledger(fitted):
     a = _released(fitted, ledger=_spend())
     with pytest.raises(ValueError, match="along 'chain' only"):
