@@ -64,14 +64,21 @@ def crash_after_draws(monkeypatch, after: int = CRASH_AT) -> dict:
     original = pm.sample
     seen = {"draws": 0, "calls": 0}
 
-    def callback(trace, draw):
+    def crash(trace, draw):
         seen["draws"] += 1
         if seen["draws"] >= after:
             raise Boom("sampling failed mid-run")
 
-    def sample(*args, **kwargs):
+    def sample(*args, callback=None, **kwargs):  # the route's own callback (its progress line) still runs
         seen["calls"] += 1
-        return original(*args, callback=callback, **kwargs)
+        route_callback = callback
+
+        def both(trace, draw):
+            if route_callback is not None:
+                route_callback(trace=trace, draw=draw)
+            crash(trace, draw)
+
+        return original(*args, callback=both, **kwargs)
 
     monkeypatch.setattr(pm, "sample", sample)
     return seen
