@@ -102,8 +102,10 @@ class RoutePlan(ABC):
 def check_plan_keywords(plan: RoutePlan, keywords: Mapping[str, Any]) -> None:
     """Refuse, before anything is spent, keywords that would hand the curator's internals to user code.
 
-    ``callback=`` sees every draw (tuning draws too) and the sampler's statistics of the
-    density it samples: where that density reads the records, more than the route pays for.
+    Where the sampled density reads the records: ``callback=`` (it sees every draw, tuning
+    draws too, and the sampler's statistics: more than the route pays for) and
+    ``compile_kwargs`` beyond a named mode and a gradient backend (a ``Mode`` object such
+    as ``MonitorMode`` runs user code on every intermediate value).
     """
     if not plan.reads_records:
         return
