@@ -138,3 +138,59 @@ def test_observe_bounded_sum_refuses_what_does_not_fit_the_release():
                                      noise="laplace")
         with pytest.raises(ValueError, match="release must be"):
             pmdp.observe_bounded_sum("z", release.values, clipped_moments, pm.Normal.dist(mu, 1.0), np.zeros(30))
+
+
+def _release_length(records, f, **kwargs):
+    args = dict(bound=10.0, epsilon=1.0, ledger=PrivacyLedger(), rng=0, **kwargs)
+    return pmdp.noisy_bounded_sum(np.asarray(records, dtype=float), f, **args).values.shape
+
+
+def test_the_released_length_never_follows_a_private_record():
+    # f gives 2 values for a record above 5 and 1 otherwise. Neighbouring data sets (the first record 7 or 2)
+    # must release vectors of one length: the length is read from f on a made-up record (zeros), or declared.
+    def follows_the_record(x):
+        return np.ones((1, 2)) if x[0] > 5 else np.ones((1, 1))
+
+    assert _release_length([7.0, 2.0, 2.0], follows_the_record) == _release_length([2.0, 2.0, 2.0], follows_the_record)
+    assert _release_length([7.0, 2.0], follows_the_record) == (1,)
+    assert _release_length([7.0, 2.0], follows_the_record, dim=2) == (2,)
+    assert _release_length([2.0, 2.0], follows_the_record, example=np.array([9.0])) == (2,)
+
+
+def test_whether_the_call_raises_never_depends_on_a_private_record():
+    # An f that fails on every record but one, or on every record: both run (the failures count as zero, for the
+    # curator only); neither raises, so the call says nothing about which records f accepts.
+    def only_on_three(x):
+        if x[0] != 3.0:
+            raise ValueError(f"record {x[0]} rejected")
+        return x
+
+    big = dict(bound=10.0, epsilon=1e6, ledger=PrivacyLedger(), rng=0)
+    assert pmdp.noisy_bounded_sum(np.array([1.0, 3.0, 4.0]), only_on_three, dim=1, **big).values == pytest.approx([3.0], abs=1e-3)
+
+    def never(x):
+        raise ValueError(f"record {x[0]} rejected")
+
+    assert pmdp.noisy_bounded_sum(np.array([1.0, 4.0]), never, dim=1, **{**big, "ledger": PrivacyLedger()}
+                                  ).values == pytest.approx([0.0], abs=1e-3)
+
+
+def test_a_refusal_quotes_only_made_up_records():
+    # f fails on the made-up record: the refusal names dim=/example= and quotes nothing of the records (the
+    # private value 123.456 must not appear), and nothing is spent.
+    def log_only(x):
+        if np.any(x <= 0):
+            raise ValueError(f"log of {x}")
+        return np.log(x)
+
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="dim=") as err:
+        pmdp.noisy_bounded_sum(np.array([123.456, 2.0]), log_only, bound=10.0, epsilon=1.0, ledger=ledger, rng=0)
+    assert "123.456" not in str(err.value) and len(ledger) == 0
+    # Declared, it runs on the records.
+    assert pmdp.noisy_bounded_sum(np.array([123.456, 2.0]), log_only, bound=10.0, epsilon=1.0, ledger=ledger, rng=0,
+                                  dim=1).values.shape == (1,)
+    with pytest.raises(ValueError, match="one row per record") as err:
+        pmdp.noisy_bounded_sum(np.array([123.456]), lambda x: np.ones((3, 2)), bound=1.0, epsilon=1.0,
+                               ledger=PrivacyLedger(), rng=0)
+    assert "123.456" not in str(err.value)

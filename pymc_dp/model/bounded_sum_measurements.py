@@ -89,7 +89,7 @@ def observe_bounded_sum(
     if noise not in ("auto", "exact", "gaussian"):
         raise ValueError(f"noise must be 'auto', 'exact' or 'gaussian', got {noise!r}.")
     points = np.asarray(support, dtype=float)
-    rows = bounded_rows(f, points, release.bound, what="support")
+    rows = bounded_rows(f, points, release.bound, private=False, what="support")
     M, k = rows.shape
     z = np.asarray(release.values, dtype=float)
     if k != z.size:
