@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pymc_dp as pmdp
+from pymc_dp.mechanisms.logistic_regression import ClippedFeaturesWarning
 
 
 def _records(n=4000, seed=0):
@@ -103,7 +104,7 @@ def test_bad_arguments_are_refused(kw, match):
         pmdp.mwem(_records(50), **args)
 
 
-def test_dataframe_columns_are_read_by_name_and_non_levels_refused():
+def test_dataframe_columns_are_read_by_name():
     import pandas as pd
 
     recs = _records(200)
@@ -112,9 +113,8 @@ def test_dataframe_columns_are_read_by_name_and_non_levels_refused():
     assert np.array_equal(dom.histogram(frame), dom.histogram(recs))
     with pytest.raises(ValueError, match=r"lack the domain's attribute\(s\) \['b'\]"):
         dom.histogram(frame.drop(columns="b"))
-    for bad in (recs.astype(float) + 0.5, np.where(recs == 0, np.nan, recs), recs.astype(str)):
-        with pytest.raises(ValueError, match="integer levels"):
-            dom.histogram(bad)
+    # Text levels are not levels: every record is malformed and spreads evenly (nothing is refused).
+    assert dom.histogram(recs.astype(str)) == pytest.approx(np.full(dom.size, 200 / dom.size))
     result = pmdp.mwem(frame, domain=DOMAIN, workload=pmdp.marginal_workload(DOMAIN, 1), epsilon=1.0, rounds=2,
                        ledger=pmdp.PrivacyLedger(), rng=0)
     assert "2 measurements" in repr(result) and len(repr(result)) < 200
@@ -156,3 +156,27 @@ def test_a_pymc_model_fitted_to_the_measurements_recovers_the_margins():
     share = idata.posterior["share_a1"].values.ravel()
     assert abs(share.mean() - recs[:, 0].mean()) < 3 * share.std()
     assert share.std() < 0.05
+
+
+@pytest.mark.parametrize("bad", [np.nan, 1.5, "two"], ids=["nan", "fractional", "text"])
+def test_a_malformed_level_is_counted_for_the_curator_not_refused(bad):
+    # Refusing the call when one record is malformed would answer "is any record malformed?" for free. The
+    # record counts as spread evenly over the D cells instead: the histogram still sums to n, and it differs
+    # from its neighbour's (that record replaced by a well-formed one) by at most 1 in every cell, so every
+    # counting query keeps sensitivity 1.
+    recs = _records(60)
+    dom = pmdp.Domain.of(DOMAIN)
+    odd = recs.astype(object)
+    odd[0, 1] = bad
+    with pytest.warns(ClippedFeaturesWarning, match="1 a level that is not a whole number"):
+        hist = dom.histogram(odd)
+    assert hist.sum() == pytest.approx(60)
+    assert np.abs(hist - dom.histogram(recs)).max() <= 1.0
+    result = pmdp.mwem(odd, domain=DOMAIN, workload=pmdp.marginal_workload(DOMAIN, 1), epsilon=1.0, rounds=2,
+                       ledger=pmdp.PrivacyLedger(), rng=0)
+    assert result.n_records == 60
+    floats = recs.astype(float)
+    floats[0, 1] = np.nan if bad == "two" else bad
+    answers = pmdp.laplace_workload(floats, workload=pmdp.marginal_workload(DOMAIN, 1), epsilon=1e6,
+                                    ledger=pmdp.PrivacyLedger(), rng=0)
+    assert answers.sum() == pytest.approx(60 * len(DOMAIN), abs=1e-3)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -104,13 +105,29 @@ class Domain:
         return np.stack(np.unravel_index(np.arange(self.size), self.sizes), axis=1)
 
     def cells(self, records: Any) -> np.ndarray:
-        """Each record's cell index.
+        """Each record's cell index (−1 for a malformed record).
 
         ``records`` is an (n, d) array of integer levels, or a DataFrame whose columns are
-        selected by the domain's attribute names. Levels outside 0 … size − 1 are clipped
-        (counted for the curator only); text, NaN, infinite or fractional levels are refused
-        (encode them first), before anything is spent.
+        selected by the domain's attribute names. Levels outside 0 … size − 1 (infinities
+        included) are clipped into the domain; a record with a level that is not a whole
+        number (NaN, fractional, text) is malformed and gets −1. Neither is refused: whether
+        some record is malformed is data, so both are counted for the curator only.
         """
+        values = self._level_values(records)
+        malformed = (np.isnan(values) | (np.isfinite(values) & (values != np.round(values)))).any(axis=1)
+        high = np.asarray(self.sizes) - 1
+        outside = ((values < 0) | (values > high)).any(axis=1) & ~malformed
+        if outside.any() or malformed.any():
+            curator_report(f"{int(outside.sum())} record(s) had a level outside the domain (clipped into it) and "
+                           f"{int(malformed.sum())} a level that is not a whole number (NaN, fractional or text; each "
+                           "counts as spread evenly over the domain's cells); not released.",
+                           ClippedFeaturesWarning, stacklevel=3)
+        levels = np.clip(np.where(np.isnan(values), 0.0, values), 0, high).astype(np.int64)
+        cells = np.ravel_multi_index(tuple(levels.T), self.sizes)
+        return np.where(malformed, -1, cells)
+
+    def _level_values(self, records: Any) -> np.ndarray:
+        """(n, d) levels as floats, NaN where an entry is not a number (checked entry by entry: a dtype can follow one record)."""
         columns = getattr(records, "columns", None)
         if columns is not None:
             missing = [a for a in self.names if a not in list(columns)]
@@ -126,24 +143,16 @@ class Domain:
                              f"{self.names}; got shape {arr.shape}.")
         if arr.shape[0] < 1:
             raise ValueError("records must hold at least one record.")
-        if arr.dtype.kind not in "biuf":
-            raise ValueError(f"records must hold integer levels (0 … size − 1 per attribute), got dtype {arr.dtype}; "
-                             "encode categories first (e.g. pandas.Categorical(...).codes). Nothing was spent.")
-        values = arr.astype(float)
-        if not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
-            raise ValueError("records must hold integer levels: NaN, infinite or fractional values are not levels. "
-                             "Drop or encode them first (e.g. np.digitize for a numeric attribute). Nothing was spent.")
-        high = np.asarray(self.sizes) - 1
-        outside = (values < 0) | (values > high)
-        if outside.any():
-            curator_report(f"{int(outside.any(axis=1).sum())} record(s) had a level outside the domain; clipped "
-                           "into it (not released).", ClippedFeaturesWarning, stacklevel=3)
-        levels = np.clip(values, 0, high).astype(np.int64)
-        return np.ravel_multi_index(tuple(levels.T), self.sizes)
+        if arr.dtype.kind in "biuf":
+            return arr.astype(float)
+        flat = [float(v) if isinstance(v, numbers.Real) else math.nan for v in arr.reshape(-1)]
+        return np.asarray(flat, dtype=float).reshape(arr.shape)
 
     def histogram(self, records: Any) -> np.ndarray:
-        """The records' counts per cell, (D,)."""
-        return np.bincount(self.cells(records), minlength=self.size).astype(float)
+        """The records' counts per cell, (D,); a malformed record adds 1/D to every cell (sums to n)."""
+        cells = self.cells(records)
+        malformed = int(np.sum(cells < 0))
+        return np.bincount(cells[cells >= 0], minlength=self.size).astype(float) + malformed / self.size
 
 
 @dataclass(frozen=True)
@@ -315,8 +324,10 @@ def mwem(
     ----------
     records
         (n, d) integer levels, one column per attribute of ``domain``, or a DataFrame (its
-        columns selected by the attribute names). Levels outside the domain are clipped
-        (counted for the curator only); text, NaN, infinite or fractional levels are refused.
+        columns selected by the attribute names). Levels outside the domain are clipped; a
+        record with a NaN, fractional or text level counts as spread evenly over the cells
+        (1/D each). Neither is refused (that would say some record is malformed): both are
+        counted for the curator only.
     domain
         ``{attribute: number of levels}`` or a :class:`Domain`.
     workload
@@ -357,7 +368,7 @@ def mwem(
         raise ValueError(f"updates must be a positive integer, got {updates!r}.")
     T = int(rounds)
     hist = dom.histogram(records)
-    n = int(hist.sum())
+    n = int(round(hist.sum()))  # the number of records (public): malformed ones add 1/D to each cell
     true = workload.answer(hist)
     share = eps / (2 * T)
     source = rng if rng is None or not isinstance(rng, (int, np.integer)) else np.random.default_rng(rng)
