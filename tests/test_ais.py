@@ -232,3 +232,20 @@ def test_a_gallery_regression_with_coords_runs_and_releases_only_its_parameters(
     assert set(idata.posterior.data_vars) == {"a", "beta", "sigma"}
     assert list(idata.posterior["beta"].coords["feature"].values) == ["x1", "x2"]
     assert not {"observed_data", "constant_data"} & set(getattr(idata, "children", None) or idata.groups())
+
+
+def test_a_seeded_run_is_recorded_as_seeded_with_a_warning_as_on_every_sampler_route():
+    # random_seed= fixes the particles' moves, which are this route's privacy randomness: the same rule as ops and
+    # gibbs (a warning, and every sampler entry says seeded); the weights' noise stays secure (noise_rng unset).
+    from pymc_dp.routes.base import SEEDED_SAMPLER
+
+    model, _ = _bernoulli(n=50)
+    kwargs = dict(method="ais", epsilon=1.0, truncate={"p": (A0, 1 - A0)}, stages=3, model=model, **QUIET)
+    with pytest.warns(UserWarning, match="random_seed= fixes the sampler's randomness"):
+        seeded = pmdp.sample(20, random_seed=3, **kwargs)
+    moves = [e for e in pmdp.ledger(seeded).entries if e.mechanism == "private_barker"]
+    assert moves and all(e.noise_source == "seeded" and SEEDED_SAMPLER in e.assumptions for e in moves)
+    assert all(e.noise_source == "secure" for e in pmdp.ledger(seeded).entries if e.mechanism == "laplace")
+    unseeded = pmdp.sample(20, **kwargs)
+    assert all(e.noise_source == "sampler" and SEEDED_SAMPLER not in e.assumptions
+               for e in pmdp.ledger(unseeded).entries if e.mechanism == "private_barker")

@@ -50,7 +50,7 @@ from ..step_methods._graph import PointFunction
 from ..step_methods._updates import is_per_record_latent
 from .. import _compat
 from ..trace import check_release_plan
-from .base import Ran, RoutePlan, SEEDED_SAMPLER
+from .base import Ran, RoutePlan, sampler_noise_source
 from .gibbs import bounded_model, fitting_accountant
 from .options import AIS
 from .progress import ProgressLine
@@ -134,6 +134,8 @@ class AISRun(RoutePlan):
     weight_epsilon: float = 0.0
     step: Any = None
     seed: Any = None
+    sampler_source: str = "sampler"
+    seeded: tuple[str, ...] = ()
     noise_rng: Any = None
     progressbar: Any = True
     var_names: Sequence[str] = ()
@@ -206,15 +208,12 @@ class AISRun(RoutePlan):
         cost = stage.cost
         return LedgerEntry(
             mechanism=cost.mechanism, epsilon=cost.epsilon, delta=cost.delta, count=self.particles * self.steps,
-            touched=cost.touched, neighbouring=self.ledger.neighbouring, noise_source="sampler",
-            assumptions=(ANNEALED, PUBLIC_N, *self._seeded()),
+            touched=cost.touched, neighbouring=self.ledger.neighbouring, noise_source=self.sampler_source,
+            assumptions=(ANNEALED, PUBLIC_N, *self.seeded),
             details={**dict(cost.details), "route": "ais", "stage": k, "stages": len(self.fractions),
                      "particles": self.particles, "steps_per_stage": self.steps,
                      "inverse_temperature": float(self.betas[k - 1])},
         )
-
-    def _seeded(self) -> tuple[str, ...]:
-        return (SEEDED_SAMPLER,) if self.seed is not None else ()
 
     def _release_weights(self, log_w: np.ndarray) -> tuple[list[int], np.ndarray | None]:
         """Release the weights (Laplace on the simplex) or resample by them (exponential mechanism)."""
@@ -290,9 +289,9 @@ def _proposal_scale(points: list[dict[str, np.ndarray]]) -> float:
 
 
 def _planned_entries(beta: float, fractions: np.ndarray, particles: int, steps: int, delta_loglik: float,
-                     weights: str, weight_epsilon: float, neighbouring: str) -> list[LedgerEntry]:
+                     weights: str, weight_epsilon: float, neighbouring: str, source: str = "sampler") -> list[LedgerEntry]:
     entries = [LedgerEntry("private_barker", 2.0 * delta_loglik * beta * f, count=particles * steps,
-                           neighbouring=neighbouring, noise_source="sampler") for f in fractions]
+                           neighbouring=neighbouring, noise_source=source) for f in fractions]
     if weight_epsilon > 0:
         if weights == "laplace":
             entries.append(LedgerEntry("laplace", weight_epsilon, neighbouring=neighbouring))
@@ -424,11 +423,12 @@ def plan_ais(
     if unknown:
         raise ValueError(f"var_names {unknown} are not free variables of the model; method='ais' releases only "
                          "free variables. Nothing was spent.")
+    source, seeded = sampler_noise_source(pm_kwargs)  # the same rule (and warning) as ops and gibbs
     run = AISRun(
         ledger=ledger, model=working, particles=particles, fractions=fractions, beta=float(beta), steps=steps,
         weights=options.weights, weight_epsilon=float(weight_epsilon), step=step, seed=pm_kwargs.get("random_seed"),
-        noise_rng=options.noise_rng, progressbar=pm_kwargs.get("progressbar", True), var_names=tuple(names),
+        sampler_source=source, seeded=seeded, noise_rng=options.noise_rng, progressbar=pm_kwargs.get("progressbar", True), var_names=tuple(names),
     )
     run.entries = _planned_entries(float(beta), fractions, particles, steps, delta_loglik, options.weights,
-                                   float(weight_epsilon), ledger.neighbouring)
+                                   float(weight_epsilon), ledger.neighbouring, source)
     return run
