@@ -49,7 +49,7 @@ def one_dataset(eps: float, seed: int) -> dict:
     from wm10_logistic import SYNTH_WEIGHTS, dataset
 
     data = dataset("SYNTH", 5000 + seed)
-    run = pmdp.noisy_gradient_logistic(data["X"], data["y"], epsilon=eps, iterations=10, feature_norm=data["l1"],
+    run = pmdp.noisy_gradient_logistic(data["X"], data["y"], epsilon=eps, iterations=10, feature_l1_bound=data["l1"],
                                        learning_rate=data["learning_rate"], ledger=pmdp.PrivacyLedger(), rng=seed)
     out = {}
     for reading, released, noise in (("inference", run, "auto"),

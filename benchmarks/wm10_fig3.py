@@ -81,7 +81,7 @@ def schedule_run(eps_step: float, seed: int) -> dict:
     data = dataset("CM2", 1000 + seed)
     T, prefixes = SCHEDULES[eps_step]
     run = pmdp.noisy_gradient_logistic(data["X"], data["y"], epsilon=eps_step * T, iterations=T,
-                                       feature_norm=data["l1"], learning_rate=data["learning_rate"],
+                                       feature_l1_bound=data["l1"], learning_rate=data["learning_rate"],
                                        ledger=pmdp.PrivacyLedger(), rng=seed)
     out = {}
     for t in prefixes:
@@ -100,7 +100,7 @@ def reference_run(seed: int) -> dict:
     data = dataset("CM2", 1000 + seed)
     out = {}
     for eps in REFERENCE_EPSILONS:
-        w = pmdp.objective_perturbation_logistic(data["X"], data["y"], epsilon=eps, feature_norm=data["l2"],
+        w = pmdp.objective_perturbation_logistic(data["X"], data["y"], epsilon=eps, feature_l2_bound=data["l2"],
                                                  regularisation=0.01, ledger=pmdp.PrivacyLedger(), rng=seed).weights
         out[f"{eps:g}"] = _error(data["X_test"], data["y_test"], w)
     Xs, s = _scaled(data["X"], data["y"], data["l2"])
@@ -119,7 +119,7 @@ def public_run(eps: float, k: int, seed: int) -> dict:
     X_pub = rng.uniform(-0.5, 0.5, (k, data["X"].shape[1]))
     y_pub = rng.binomial(1, 1 / (1 + np.exp(-X_pub @ SYNTH_WEIGHTS)))
     run = pmdp.noisy_gradient_logistic(data["X"], data["y"], epsilon=eps, iterations=PUBLIC_ITERATIONS,
-                                       feature_norm=data["l1"], learning_rate=data["learning_rate"],
+                                       feature_l1_bound=data["l1"], learning_rate=data["learning_rate"],
                                        ledger=pmdp.PrivacyLedger(), rng=seed)
     model = pmdp.logistic_from_gradients(run, data["design"], prior_sigma=PRIOR_SIGMA,
                                          public=(X_pub, y_pub) if k else None)

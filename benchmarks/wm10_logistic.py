@@ -157,7 +157,7 @@ def one_run(name: str, eps: float, seed: int, iterations: int) -> dict:
 
     data = dataset(name, 1000 + seed)
     X, y, Xt, yt = data["X"], data["y"], data["X_test"], data["y_test"]
-    run = pmdp.noisy_gradient_logistic(X, y, epsilon=eps, iterations=iterations, feature_norm=data["l1"],
+    run = pmdp.noisy_gradient_logistic(X, y, epsilon=eps, iterations=iterations, feature_l1_bound=data["l1"],
                                        learning_rate=data["learning_rate"], ledger=pmdp.PrivacyLedger(), rng=seed)
     if data["design"] is None:
         draws = _through_the_privacy_flag(data, eps, seed, iterations)
@@ -168,7 +168,7 @@ def one_run(name: str, eps: float, seed: int, iterations: int) -> dict:
                 trace = pm.sample(random_seed=seed, **SAMPLING)
         draws = trace.posterior["w"].values.reshape(-1, X.shape[1])[::4]
     lam = 0.01
-    kwargs = dict(epsilon=eps, feature_norm=data["l2"], regularisation=lam, rng=seed)
+    kwargs = dict(epsilon=eps, feature_l2_bound=data["l2"], regularisation=lam, rng=seed)
     out = pmdp.output_perturbation_logistic(X, y, ledger=pmdp.PrivacyLedger(), **kwargs).weights
     obj = pmdp.objective_perturbation_logistic(X, y, ledger=pmdp.PrivacyLedger(), **kwargs).weights
     Xs, s = _scaled(X, y, data["l2"])

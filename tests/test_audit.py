@@ -161,7 +161,7 @@ def test_the_logistic_neighbours_are_near_the_worst_case():
     stat = run(0, 300, rng)  # ‖o − w₁‖ − ‖o − w₀‖ ≤ ‖w₀ − w₁‖, with much of its mass near the top
     assert stat.max() <= gap * (1 + 1e-9) and np.mean(stat > 0.9 * gap) > 0.05
 
-    entry = pmdp.objective_perturbation_logistic(X0, y0, epsilon=1.0, feature_norm=1.0,
+    entry = pmdp.objective_perturbation_logistic(X0, y0, epsilon=1.0, feature_l2_bound=1.0,
                                                  regularisation=T.OBJECTIVE_REGULARISATION,
                                                  ledger=pmdp.PrivacyLedger(), rng=0).entry
     assert entry.details["extra_ridge"] == 0.0 and entry.details["epsilon_prime"] > 0.9  # the theorem's first case
@@ -204,7 +204,7 @@ def test_the_twins_noise_source_halves_the_mechanisms_own_noise():
     lam = T.OUTPUT_REGULARISATION
     optimum = _fit_regularised(*_scaled(X, y, 1.0), lam)
     ledger = pmdp.PrivacyLedger()
-    full, half = (pmdp.output_perturbation_logistic(X, y, epsilon=1.0, feature_norm=1.0, regularisation=lam,
+    full, half = (pmdp.output_perturbation_logistic(X, y, epsilon=1.0, feature_l2_bound=1.0, regularisation=lam,
                                                     ledger=book, rng=source).weights - optimum
                   for book, source in ((pmdp.PrivacyLedger(), SeededNoise(3)),
                                        (ledger, T._HalvedNoise(SeededNoise(3)))))

@@ -34,7 +34,7 @@ def design_rows(m: int = 2000) -> np.ndarray:
 def test_the_run_is_reserved_whole_and_charged_as_iterations_laplace_releases():
     X, y = synth(300, 1)
     ledger = pmdp.PrivacyLedger()
-    run = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=5, feature_norm=2.0, ledger=ledger, rng=3)
+    run = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=5, feature_l1_bound=2.0, ledger=ledger, rng=3)
     (entry,) = ledger.entries
     assert entry.count == 5 and entry.epsilon == pytest.approx(0.2) and ledger.total().epsilon == pytest.approx(1.0)
     assert entry.noise_source == "seeded" and entry.details["sensitivity"] == 4.0
@@ -42,19 +42,20 @@ def test_the_run_is_reserved_whole_and_charged_as_iterations_laplace_releases():
     # The path is post-processing of the releases: w_{t+1} = w_t + η z_t / N, from w_0 = 0.
     assert np.allclose(run.weights[0], 0)
     start = np.array([1.0, -1.0, 0.5, 0.0])
-    warm = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=2, feature_norm=2.0, initial_weights=start,
-                                        ledger=pmdp.PrivacyLedger(), rng=3)
+    warm = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=2, feature_l1_bound=2.0,
+                                        initial_weights=start, ledger=pmdp.PrivacyLedger(), rng=3)
     assert np.allclose(warm.weights[0], start)
     assert np.allclose(np.diff(run.weights, axis=0), run.learning_rate * run.measurements / 300)
     assert run.measurements.shape == (5, D) and not run.measurements.flags.writeable
-    secure = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=2, ledger=pmdp.PrivacyLedger(), feature_norm=2.0)
+    secure = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=2, ledger=pmdp.PrivacyLedger(),
+                                          feature_l1_bound=2.0)
     assert secure.entry.noise_source == "secure"
 
 
 def test_a_prefix_is_the_run_as_it_stood_after_its_first_measurements():
     X, y = synth(300, 1)
     ledger = pmdp.PrivacyLedger()
-    run = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=5, feature_norm=2.0, ledger=ledger, rng=3)
+    run = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=5, feature_l1_bound=2.0, ledger=ledger, rng=3)
     head = run.prefix(2)
     assert head.iterations == 2 and np.array_equal(head.measurements, run.measurements[:2])
     assert np.array_equal(head.weights, run.weights[:3]) and np.array_equal(head.final_weights, run.weights[2])
@@ -73,7 +74,7 @@ def test_the_noise_is_laplace_of_the_stated_scale_around_the_exact_gradient_sum(
     exact = X.T @ (y - 0.5)  # the gradient sum at w_0 = 0
     rng = np.random.default_rng(7)
     noise = np.array([
-        pmdp.noisy_gradient_logistic(X, y, epsilon=2.0, iterations=1, feature_norm=2.0, ledger=pmdp.PrivacyLedger(),
+        pmdp.noisy_gradient_logistic(X, y, epsilon=2.0, iterations=1, feature_l1_bound=2.0, ledger=pmdp.PrivacyLedger(),
                                      rng=rng).measurements[0] - exact
         for _ in range(4000)
     ])
@@ -89,7 +90,7 @@ def test_bad_records_and_arguments_are_refused_before_anything_is_spent():
         (dict(X=X, y=y * 2 - 1), "labels 0 or 1"),
         (dict(X=np.where(X > 0.4, np.nan, X), y=y), "X"),
         (dict(X=X, y=y[:-1]), "one label per row"),
-        (dict(X=X, y=y, feature_norm=0.0), "feature_norm"),
+        (dict(X=X, y=y, feature_l1_bound=0.0), "feature_l1_bound"),
         (dict(X=X, y=y, iterations=0), "iterations"),
         (dict(X=X, y=y, epsilon=-1.0), "epsilon"),
         (dict(X=X, y=y, learning_rate=float("nan")), "learning_rate"),
@@ -97,16 +98,16 @@ def test_bad_records_and_arguments_are_refused_before_anything_is_spent():
         (dict(X=X, y=y, initial_weights=np.full(D, np.inf)), "initial_weights"),
     ]
     for kwargs, message in cases:
-        args = {"epsilon": 1.0, "feature_norm": 2.0, **kwargs}
+        args = {"epsilon": 1.0, "feature_l1_bound": 2.0, **kwargs}
         with pytest.raises(ValueError, match=message):
             pmdp.noisy_gradient_logistic(ledger=ledger, rng=1, **args)
     with pytest.raises(ValueError, match="replace-one"):
-        pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, feature_norm=2.0,
+        pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, feature_l1_bound=2.0,
                                      ledger=pmdp.PrivacyLedger(neighbouring="add_remove"))
     with pytest.raises(pmdp.BudgetExceededError):
-        pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, feature_norm=2.0,
+        pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, feature_l1_bound=2.0,
                                      ledger=pmdp.PrivacyLedger(budget=pmdp.Budget(0.5)), rng=1)
-    with pytest.raises(TypeError, match="feature_norm"):
+    with pytest.raises(TypeError, match="feature_l1_bound"):
         pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, ledger=ledger)
     assert len(ledger) == 0
 
@@ -115,7 +116,7 @@ def test_rows_outside_the_declared_ball_are_projected_onto_it_and_counted():
     X, y = synth(40, 4)
     X[:3] *= 10  # L1 norms far above 2
     with pytest.warns(ClippedFeaturesWarning, match=r"3 row\(s\) had L1 norm"):
-        run = pmdp.noisy_gradient_logistic(X, y, epsilon=1e9, iterations=1, feature_norm=2.0,
+        run = pmdp.noisy_gradient_logistic(X, y, epsilon=1e9, iterations=1, feature_l1_bound=2.0,
                                            ledger=pmdp.PrivacyLedger(), rng=1)
     projected = X.copy()
     projected[:3] *= (2.0 / np.abs(X[:3]).sum(axis=1))[:, None]
@@ -138,7 +139,7 @@ def test_with_little_noise_the_posterior_covers_the_true_weights():
     # is the CLT posterior of the data. Each coordinate's truth within 3 posterior sd (a correct
     # posterior misses one of four with probability < 1 %).
     X, y = synth(1000, 5)
-    run = pmdp.noisy_gradient_logistic(X, y, epsilon=50.0, iterations=10, feature_norm=2.0, learning_rate=40.0,
+    run = pmdp.noisy_gradient_logistic(X, y, epsilon=50.0, iterations=10, feature_l1_bound=2.0, learning_rate=40.0,
                                        ledger=pmdp.PrivacyLedger(), rng=6)
     w = _fit(run).posterior["w"].values.reshape(-1, D)
     z = (w.mean(axis=0) - TRUE_W) / w.std(axis=0)
@@ -156,7 +157,7 @@ def test_inference_beats_the_heuristic_at_a_small_epsilon():
     heuristic, inference = [], []
     for seed in range(4):
         X, y = synth(1000, 10 + seed)
-        run = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=10, feature_norm=2.0, learning_rate=40.0,
+        run = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=10, feature_l1_bound=2.0, learning_rate=40.0,
                                            ledger=pmdp.PrivacyLedger(), rng=seed)
         heuristic.append(np.mean((X_test @ run.final_weights > 0) != y_test))
         draws = _fit(run).posterior["w"].values.reshape(-1, D)[::20]
@@ -168,7 +169,7 @@ def test_inference_beats_the_heuristic_at_a_small_epsilon():
 @pytest.mark.slow
 def test_public_records_sharpen_the_posterior_and_both_covariances_agree():
     X, y = synth(1000, 20)
-    run = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=10, feature_norm=2.0, learning_rate=40.0,
+    run = pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, iterations=10, feature_l1_bound=2.0, learning_rate=40.0,
                                        ledger=pmdp.PrivacyLedger(), rng=21)
     fixed = _fit(run).posterior["w"].values.reshape(-1, D)
     exact = _fit(run, covariance="exact").posterior["w"].values.reshape(-1, D)
@@ -198,7 +199,7 @@ def test_output_perturbation_adds_noise_of_density_exp_minus_norm_over_the_state
     optimum = _fit_regularised(Xs, s, lam)
     rng = np.random.default_rng(31)
     noise = np.array([
-        pmdp.output_perturbation_logistic(X, y, epsilon=eps, feature_norm=1.0, regularisation=lam,
+        pmdp.output_perturbation_logistic(X, y, epsilon=eps, feature_l2_bound=1.0, regularisation=lam,
                                           ledger=pmdp.PrivacyLedger(), rng=rng).weights - optimum
         for _ in range(3000)
     ])
@@ -215,8 +216,8 @@ def test_objective_perturbation_minimises_the_perturbed_objective_and_charges_ep
     b = np.array([3.0, -1.0, 0.5, 2.0])
     monkeypatch.setattr(LR, "_spherical_laplace", lambda d, scale, source: b)
     ledger = pmdp.PrivacyLedger()
-    out = pmdp.objective_perturbation_logistic(X, y, epsilon=1.0, feature_norm=1.0, regularisation=0.01, ledger=ledger,
-                                               rng=1)
+    out = pmdp.objective_perturbation_logistic(X, y, epsilon=1.0, feature_l2_bound=1.0, regularisation=0.01,
+                                               ledger=ledger, rng=1)
     Xs, s = LR._scaled(X, y, 1.0)
     w = out.weights * 1.0
     margin = s * (Xs @ w)
@@ -226,8 +227,8 @@ def test_objective_perturbation_minimises_the_perturbed_objective_and_charges_ep
     assert entry.epsilon == 1.0 and entry.mechanism == "objective_perturbation"
     assert entry.details["epsilon_prime"] == pytest.approx(1.0 - math.log(1 + 0.5 / 3 + 0.0625 / 9))
     # Nλ small: the extra ridge of CMS Algorithm 2 and ε′ = ε/2.
-    small = pmdp.objective_perturbation_logistic(X[:20], y[:20], epsilon=0.1, feature_norm=1.0, regularisation=0.001,
-                                                 ledger=pmdp.PrivacyLedger(), rng=1)
+    small = pmdp.objective_perturbation_logistic(X[:20], y[:20], epsilon=0.1, feature_l2_bound=1.0,
+                                                 regularisation=0.001, ledger=pmdp.PrivacyLedger(), rng=1)
     assert small.entry.details["epsilon_prime"] == 0.05
     assert small.entry.details["extra_ridge"] == pytest.approx(0.25 / (20 * math.expm1(0.025)) - 0.001)
 
@@ -240,11 +241,11 @@ def test_perturbation_mechanisms_refuse_bad_arguments_and_learn_at_a_large_epsil
         for bad, message in ((dict(regularisation=0.0), "regularisation"), (dict(epsilon=0.0), "epsilon"),
                              (dict(y=y + 1), "labels 0 or 1")):
             with pytest.raises(ValueError, match=message):
-                release(**{"X": X, "y": y, "epsilon": 1.0, "feature_norm": 1.0, **bad}, ledger=ledger)
+                release(**{"X": X, "y": y, "epsilon": 1.0, "feature_l2_bound": 1.0, **bad}, ledger=ledger)
         with pytest.raises(ValueError, match="replace-one"):
-            release(X, y, epsilon=1.0, feature_norm=1.0, ledger=pmdp.PrivacyLedger(neighbouring="add_remove"))
+            release(X, y, epsilon=1.0, feature_l2_bound=1.0, ledger=pmdp.PrivacyLedger(neighbouring="add_remove"))
         assert len(ledger) == 0
-        w = release(X, y, epsilon=10.0, feature_norm=1.0, regularisation=0.01, ledger=ledger, rng=2).weights
+        w = release(X, y, epsilon=10.0, feature_l2_bound=1.0, regularisation=0.01, ledger=ledger, rng=2).weights
         assert np.mean((X_test @ w > 0) != y_test) < 0.17  # Bayes error ≈ 15 %
 
 

@@ -84,7 +84,7 @@ def test_refusals_of_bad_records_do_not_say_how_many():
     X[:7, 0] = np.nan
     ledger = pmdp.PrivacyLedger()
     with pytest.raises(ValueError, match="NaN or infinite entries") as nan_rows:
-        pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, feature_norm=2.0, ledger=ledger)
+        pmdp.noisy_gradient_logistic(X, y, epsilon=1.0, feature_l1_bound=2.0, ledger=ledger)
     outside = np.r_[np.zeros(46), np.full(4, 2.0)]
     with pytest.raises(ValueError, match="some records are NaN or outside the support") as bad_labels:
         pmdp.privatize(outside, "bernoulli", epsilon=1.0, ledger=ledger)

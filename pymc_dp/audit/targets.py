@@ -366,7 +366,7 @@ def _noisy_gradient(broken: bool, secure: bool):
     """One noisy gradient of a logistic regression at a public point where one record's term reaches L1 norm 2B.
 
     At ``w_0 = (−20, 20)`` the record ``((1, 0), y = 1)`` contributes ≈ (1, 0) and its
-    replacement ``((0, 1), y = 0)`` ≈ (0, −1): L1 distance 2 = 2·``feature_norm``, the
+    replacement ``((0, 1), y = 0)`` ≈ (0, −1): L1 distance 2 = 2·``feature_l1_bound``, the
     sensitivity the mechanism charges. The statistic ``clip(z₁, 0, 1) + clip(z₂, −1, 0)``
     is monotone in the privacy loss of the two Laplace coordinates, so it loses nothing.
     The broken twin spends ε = 2 while claiming 1 (noise scale halved).
@@ -382,8 +382,8 @@ def _noisy_gradient(broken: bool, secure: bool):
         noise = _noise(secure, rng)
         out = np.empty(size)
         for i in range(size):
-            z = noisy_gradient_logistic(X, y, epsilon=epsilon, iterations=1, feature_norm=1.0, initial_weights=start,
-                                        ledger=PrivacyLedger(), rng=noise).measurements[0]
+            z = noisy_gradient_logistic(X, y, epsilon=epsilon, iterations=1, feature_l1_bound=1.0,
+                                        initial_weights=start, ledger=PrivacyLedger(), rng=noise).measurements[0]
             out[i] = np.clip(z[0], 0.0, 1.0) + np.clip(z[1], -1.0, 0.0)
         return out
 
@@ -436,7 +436,7 @@ def _source(broken: bool, secure: bool, rng: np.random.Generator) -> Any:
     return _HalvedNoise(resolve_noise_source(_noise(secure, rng))) if broken else _noise(secure, rng)
 
 
-# Regularised logistic regression (CMS 2011): N = 500 records on the unit ball (feature_norm 1), all
+# Regularised logistic regression (CMS 2011): N = 500 records on the unit ball (feature_l2_bound 1), all
 # labelled 1. N − 1 of them sit at (0.25, 0): they hold the minimiser far out along the first axis
 # (w ≈ (9.7, ±0.87) at λ = 1/N, (5.2, ±0.16) at λ = 5/N) and add no curvature across it. The record
 # replaced is x = (−cos θ, ±sin θ), θ = 65°: under both neighbours it is misclassified (margin −3.3 at
@@ -489,8 +489,9 @@ def _output_perturbation(broken: bool, secure: bool):
     optimum = {s: _fit_regularised(*_scaled(X, y, 1.0), OUTPUT_REGULARISATION) for s, (X, y) in records.items()}
 
     def statistic(s: int, rng: np.random.Generator) -> float:
-        o = output_perturbation_logistic(*records[s], epsilon=1.0, feature_norm=1.0, regularisation=OUTPUT_REGULARISATION,
-                                         ledger=PrivacyLedger(), rng=_source(broken, secure, rng)).weights
+        o = output_perturbation_logistic(*records[s], epsilon=1.0, feature_l2_bound=1.0,
+                                         regularisation=OUTPUT_REGULARISATION, ledger=PrivacyLedger(),
+                                         rng=_source(broken, secure, rng)).weights
         return float(np.linalg.norm(o - optimum[1]) - np.linalg.norm(o - optimum[0]))
 
     def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -523,7 +524,7 @@ def _objective_perturbation(broken: bool, secure: bool):
         return -beta * float(np.linalg.norm(gradient)) + float(np.linalg.slogdet(hessian)[1])
 
     def statistic(s: int, rng: np.random.Generator) -> float:
-        f = objective_perturbation_logistic(*records[s], epsilon=1.0, feature_norm=1.0, regularisation=lam,
+        f = objective_perturbation_logistic(*records[s], epsilon=1.0, feature_l2_bound=1.0, regularisation=lam,
                                             ledger=PrivacyLedger(), rng=_source(broken, secure, rng)).weights
         return log_density(0, f) - log_density(1, f)
 

@@ -16,16 +16,26 @@ Three mechanisms, each charged to a ledger before any noise is drawn:
   baselines of slides 004.
 
 Records. A record is a feature row ``x`` and a label ``y`` in {0, 1}. Features must lie in
-a declared ball — ``feature_norm`` bounds ‖x‖₁ for the Laplace sums, ‖x‖₂ for the
-perturbation mechanisms (their theorems need ‖x‖₂ ≤ 1, so ``feature_norm`` rescales) —
-and rows outside are projected onto it and counted (a warning, never silent). Labels
-outside {0, 1} are refused. The number of records N is public (replace-one neighbouring):
-the heuristic's step and the perturbation mechanisms' regularisation use it.
+a declared ball — ``feature_l1_bound`` bounds ‖x‖₁ for the Laplace sums of the noisy
+gradient, ``feature_l2_bound`` bounds ‖x‖₂ for the perturbation mechanisms (their theorems
+need ‖x‖₂ ≤ 1, so the bound rescales) — and rows outside are projected onto it and counted
+(a warning, never silent). Labels outside {0, 1} are refused, and so are NaN or infinite
+features (nothing is spent; the refusal does not say how many). The number of records N is
+public (replace-one neighbouring): the heuristic's step and the perturbation mechanisms'
+regularisation use it.
+
+The keyword ``feature_norm=`` (one name for an L1 bound in one function and an L2 bound in
+the others) is deprecated: it still works for one release, with a :class:`DeprecationWarning`
+naming the keyword that replaces it.
+
+:class:`pymc_dp.PrivateLogisticRegression` wraps the perturbation mechanisms in an
+estimator with scikit-learn's shape (``fit``, ``predict``, ``predict_proba``, an intercept).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +59,7 @@ __all__ = [
     "check_logistic_records",
     "ClippedFeaturesWarning",
     "REPLACE_ONLY",
+    "objective_perturbation_ridge",
 ]
 
 #: The heuristic's weights are clipped into [−MAX_WEIGHT, MAX_WEIGHT] (public post-processing).
@@ -75,6 +86,23 @@ def _positive(value: Any, name: str) -> float:
     return value
 
 
+def _renamed_bound(new: Any, old: Any, new_name: str, kind: str, function: str) -> Any:
+    """The declared feature bound of ``function``: ``new_name=``, or the deprecated ``feature_norm=`` with a warning."""
+    if old is None:
+        if new is None:
+            raise TypeError(f"{function}() missing required keyword argument {new_name!r}: the declared {kind} bound "
+                            "on a feature row (a property of the feature domain, not of the records).")
+        return new
+    if new is not None:
+        raise TypeError(f"{function}() got both {new_name}= and the deprecated feature_norm=; pass {new_name}= only.")
+    warnings.warn(
+        f"feature_norm= of {function}() is deprecated and will be removed in the next release: it is the {kind} bound "
+        f"on a feature row, now named {new_name}=. Pass {new_name}={old!r} instead.",
+        DeprecationWarning, stacklevel=3,
+    )
+    return old
+
+
 def project_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
     """Rows of ``X`` with ‖x‖ > ``bound`` (``norm`` ``"l1"`` or ``"l2"``) rescaled onto the sphere, with a
     :class:`ClippedFeaturesWarning` giving the count (to the curator only: it is data)."""
@@ -92,12 +120,16 @@ def project_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
     return X
 
 
-def check_logistic_records(X: Any, y: Any, feature_norm: float, norm: str) -> tuple[np.ndarray, np.ndarray]:
+def check_logistic_records(X: Any, y: Any, bound: float, norm: str, *,
+                           bound_name: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Validate the records; project feature rows onto the declared ball; return ``(X, y)``.
 
-    ``X`` is (N, d) and finite, ``y`` has N labels in {0, 1} (booleans accepted);
-    ``norm`` is ``"l1"`` or ``"l2"``. Rows with ‖x‖ > ``feature_norm`` are rescaled onto
+    ``X`` is (N, d) and finite (NaN or infinite entries are refused with a ``ValueError``
+    that does not count them: nothing is imputed), ``y`` has N labels in {0, 1} (booleans
+    accepted); ``norm`` is ``"l1"`` or ``"l2"``. Rows with ‖x‖ > ``bound`` are rescaled onto
     the sphere of that radius and counted, with a :class:`ClippedFeaturesWarning`.
+    ``bound_name`` is the argument the caller's user passed the bound as (default
+    ``feature_l1_bound`` or ``feature_l2_bound``, by ``norm``), for the error message.
     """
     X = check_finite_array(X, "X")
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
@@ -110,7 +142,8 @@ def check_logistic_records(X: Any, y: Any, feature_norm: float, norm: str) -> tu
     labels = check_finite_array(labels, "y")
     if not np.all((labels == 0) | (labels == 1)):
         raise ValueError("y must hold labels 0 or 1 (a record's outcome); recode other labels before the release.")
-    X = project_rows(X, _positive(feature_norm, "feature_norm"), norm)
+    name = bound_name or ("feature_l1_bound" if norm == "l1" else "feature_l2_bound")
+    X = project_rows(X, _positive(bound, name), norm)
     return X, labels
 
 
@@ -126,11 +159,11 @@ class NoisyGradientRun:
         (iterations + 1, d): ``w_0`` (zeros unless given) and ``w_{t+1} = w_t + learning_rate · g̃_t / N``; row
         ``t`` is where gradient ``t`` was taken. The last row is the heuristic's answer.
     scale
-        The Laplace scale b of every coordinate of every measurement: 2·feature_norm·iterations/ε.
+        The Laplace scale b of every coordinate of every measurement: 2·feature_l1_bound·iterations/ε.
     n_records
         N, public.
-    feature_norm
-        The declared L1 bound on a feature row.
+    feature_l1_bound
+        The declared L1 bound on a feature row (``feature_norm`` is a deprecated alias).
     epsilon
         The run's total ε (ε/iterations per measurement).
     learning_rate
@@ -143,10 +176,17 @@ class NoisyGradientRun:
     weights: np.ndarray
     scale: float
     n_records: int
-    feature_norm: float
+    feature_l1_bound: float
     epsilon: float
     learning_rate: float
     entry: "LedgerEntry" = field(repr=False)
+
+    @property
+    def feature_norm(self) -> float:
+        """Deprecated alias of :attr:`feature_l1_bound` (removed in the next release)."""
+        warnings.warn("NoisyGradientRun.feature_norm is deprecated: it is the L1 bound on a feature row, now "
+                      "feature_l1_bound.", DeprecationWarning, stacklevel=2)
+        return self.feature_l1_bound
 
     @property
     def iterations(self) -> int:
@@ -178,24 +218,26 @@ def noisy_gradient_logistic(
     y: Any,
     *,
     epsilon: float,
-    feature_norm: float,
+    feature_l1_bound: float | None = None,
     iterations: int = 10,
     learning_rate: float = 10.0,
     initial_weights: Any = None,
     ledger: "PrivacyLedger",
     rng: Any = None,
     assumptions: "tuple[str, ...]" = (),
+    feature_norm: float | None = None,
 ) -> NoisyGradientRun:
     """The noisy-gradient logistic regression of [WM10] §4.1, every measurement released.
 
     Parameters
     ----------
     X, y
-        The records: (N, d) features (rows projected onto ‖x‖₁ ≤ ``feature_norm``, counted)
-        and N labels in {0, 1}. Add a column of ones to ``X`` for an intercept.
+        The records: (N, d) features (rows projected onto ‖x‖₁ ≤ ``feature_l1_bound``, counted)
+        and N labels in {0, 1}. Add a column of ones to ``X`` for an intercept (it counts
+        toward the L1 bound: 1 more).
     epsilon
         The total ε of the run; each of the ``iterations`` measurements costs ε/iterations.
-    feature_norm
+    feature_l1_bound
         The declared bound B on ‖x‖₁ (required: a property of the feature domain, e.g. 2
         for the unit cube in 4 dimensions, √d for the unit sphere). One record moves the
         gradient sum by at most 2B in L1 (the residual y − σ lies in (−1, 1);
@@ -214,6 +256,9 @@ def noisy_gradient_logistic(
         ``numpy.random.Generator`` for seeded noise (research and tests only).
     assumptions
         Further assumptions the ledger entry records (e.g. records declared public).
+    feature_norm
+        Deprecated name of ``feature_l1_bound`` (a :class:`DeprecationWarning`; removed in
+        the next release).
 
     Returns
     -------
@@ -228,6 +273,7 @@ def noisy_gradient_logistic(
     pymc_dp.BudgetExceededError
         If the run does not fit the ledger's budget (nothing is drawn).
     """
+    bound = _renamed_bound(feature_l1_bound, feature_norm, "feature_l1_bound", "L1", "noisy_gradient_logistic")
     eps = check_epsilon(epsilon, "epsilon")
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
         raise ValueError(f"iterations must be a positive integer, got {iterations!r}.")
@@ -239,8 +285,8 @@ def noisy_gradient_logistic(
             f"the ledger uses {ledger.neighbouring!r}."
         )
     source = resolve_noise_source(rng)
-    X, labels = check_logistic_records(X, y, feature_norm, "l1")
-    bound = float(feature_norm)
+    X, labels = check_logistic_records(X, y, bound, "l1")
+    bound = float(bound)
     n, d = X.shape
     start = np.zeros(d) if initial_weights is None else check_finite_array(initial_weights, "initial_weights")
     if start.shape != (d,):
@@ -255,7 +301,7 @@ def noisy_gradient_logistic(
     with ledger.charge(
         "laplace", eps_t, count=T, touched=f"logistic gradient sums ({d} coordinates, {T} iterations)",
         event=LaplaceEvent(noise_multiplier=1.0 / eps_t), noise_source=source.name,
-        details={"norm": "l1", "sensitivity": sensitivity, "scale": scale, "feature_norm": bound,
+        details={"norm": "l1", "sensitivity": sensitivity, "scale": scale, "feature_l1_bound": bound,
                  "iterations": T, "learning_rate": eta, "algorithm": "noisy gradient ascent"},
         assumptions=(REPLACE_ONLY, *assumptions),
     ) as entry:
@@ -268,7 +314,7 @@ def noisy_gradient_logistic(
     measurements.setflags(write=False)
     weights.setflags(write=False)
     return NoisyGradientRun(
-        measurements=measurements, weights=weights, scale=scale, n_records=n, feature_norm=bound, epsilon=eps,
+        measurements=measurements, weights=weights, scale=scale, n_records=n, feature_l1_bound=bound, epsilon=eps,
         learning_rate=eta, entry=entry,
     )
 
@@ -286,13 +332,14 @@ class PerturbedWeights:
     Attributes
     ----------
     weights
-        (d,) in the units of the records' features (the mechanism worked on ``x / feature_norm``).
+        (d,) in the units of the records' features (the mechanism worked on ``x / feature_l2_bound``).
     mechanism
         ``"output_perturbation"`` or ``"objective_perturbation"``.
     epsilon
         The ε spent.
     regularisation
-        λ of the objective ``(1/N) Σ log(1 + exp(−y wᵀx)) + (λ/2)‖w‖²`` (on scaled features).
+        λ of the objective ``(1/N) Σ log(1 + exp(−y wᵀx)) + (λ/2)‖w‖²`` (on scaled features),
+        as given; objective perturbation may add an extra ridge to it (``entry.details``).
     entry
         The ledger entry recorded.
     """
@@ -304,10 +351,10 @@ class PerturbedWeights:
     entry: "LedgerEntry" = field(repr=False)
 
 
-def _scaled(X: Any, y: Any, feature_norm: float) -> tuple[np.ndarray, np.ndarray]:
-    """Records on the unit L2 ball (``x / feature_norm``, rows outside projected) with labels ±1."""
-    X, labels = check_logistic_records(X, y, feature_norm, "l2")
-    return X / float(feature_norm), 2.0 * labels - 1.0
+def _scaled(X: Any, y: Any, bound: float, bound_name: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Records on the unit L2 ball (``x / bound``, rows outside projected) with labels ±1."""
+    X, labels = check_logistic_records(X, y, bound, "l2", bound_name=bound_name)
+    return X / float(bound), 2.0 * labels - 1.0
 
 
 #: The gradient norm (largest coordinate) at which a regularised fit counts as the exact minimiser.
@@ -377,70 +424,99 @@ def _check_perturbation_args(epsilon: Any, regularisation: Any, ledger: Any, rng
 
 
 def output_perturbation_logistic(
-    X: Any, y: Any, *, epsilon: float, feature_norm: float, regularisation: float = 0.01,
-    ledger: "PrivacyLedger", rng: Any = None,
+    X: Any, y: Any, *, epsilon: float, feature_l2_bound: float | None = None, regularisation: float = 0.01,
+    ledger: "PrivacyLedger", rng: Any = None, feature_norm: float | None = None,
 ) -> PerturbedWeights:
     """Regularised logistic regression with output perturbation (Chaudhuri & Monteleoni 2008; CMS 2011, Alg. 1).
 
-    The minimiser of ``(1/N) Σ log(1 + exp(−y wᵀx)) + (λ/2)‖w‖²`` on ``x / feature_norm``
-    (rows with ‖x‖₂ > ``feature_norm`` projected) has L2 sensitivity 2/(Nλ) under
+    The minimiser of ``(1/N) Σ log(1 + exp(−y wᵀx)) + (λ/2)‖w‖²`` on ``x / feature_l2_bound``
+    (rows with ‖x‖₂ > ``feature_l2_bound`` projected) has L2 sensitivity 2/(Nλ) under
     replace-one, so adding a vector with density ∝ exp(−(Nλε/2)‖b‖₂) is ε-DP. The
     weights are returned in the units of ``X``.
 
     Parameters
     ----------
     X, y
-        (N, d) features and N labels in {0, 1}.
+        (N, d) features and N labels in {0, 1}. No intercept is added: append a constant
+        column (and count it in the bound) or use :class:`pymc_dp.PrivateLogisticRegression`.
     epsilon
         ε of the release.
-    feature_norm
+    feature_l2_bound
         The declared bound on ‖x‖₂ (required).
     regularisation
         λ (> 0): larger is less noisy and more biased toward 0.
     ledger, rng
         As for :func:`noisy_gradient_logistic`.
+    feature_norm
+        Deprecated name of ``feature_l2_bound`` (a :class:`DeprecationWarning`; removed in
+        the next release).
     """
+    bound = _renamed_bound(feature_l2_bound, feature_norm, "feature_l2_bound", "L2", "output_perturbation_logistic")
     eps, lam, ledger, source = _check_perturbation_args(epsilon, regularisation, ledger, rng)
-    Xs, s = _scaled(X, y, feature_norm)
+    Xs, s = _scaled(X, y, bound)
     n, d = Xs.shape
     scale = 2.0 / (n * lam * eps)
     with ledger.charge(
         "output_perturbation", eps, touched=f"logistic regression weights ({d})", noise_source=source.name,
         details={"norm": "l2", "sensitivity": 2.0 / (n * lam), "scale": scale, "regularisation": lam,
-                 "feature_norm": float(feature_norm)},
+                 "feature_l2_bound": float(bound)},
         assumptions=(REPLACE_ONLY, "the regularised optimum is computed exactly (Newton steps to a gradient of 1e-12)"),
     ) as entry:
         w = _fit_regularised(Xs, s, lam) + _spherical_laplace(d, scale, source)
-    return PerturbedWeights(w / float(feature_norm), "output_perturbation", eps, lam, entry)
+    return PerturbedWeights(w / float(bound), "output_perturbation", eps, lam, entry)
+
+
+def objective_perturbation_ridge(epsilon: float, n_records: int, regularisation: float) -> tuple[float, float]:
+    """``(extra ridge Δ, ε′)`` of objective perturbation at ε, N and λ (public numbers).
+
+    CMS 2011 (Theorem 9 and its proof) bound the privacy loss of Algorithm 2 by
+    ε′ + log(1 + 2c/(NΛ) + c²/(NΛ)²), where Λ is the regulariser the perturbed objective
+    actually has — λ + Δ — and ε′ the noise's share. So ε′ = ε − log(1 + c/(N(λ + Δ)))² is
+    ε-DP for *any* Δ ≥ 0. Algorithm 2 adds Δ only when ε′ ≤ 0 at λ; here it is added
+    whenever that ε′ falls below ε/2, i.e. whenever λ < Λ′ = c/(N(e^{ε/4} − 1)), the
+    regulariser at which the log term is exactly ε/2. Raising λ to Λ′ (Δ = Λ′ − λ) then
+    leaves ε′ = ε/2 for the noise — more than the ε′ at λ, so less noise — at the price of
+    a larger ridge. When λ ≥ Λ′, Δ = 0 and ε′ = ε − log(1 + c/(Nλ))² ≥ ε/2, as in the paper.
+    """
+    eps, lam, n = float(epsilon), float(regularisation), int(n_records)
+    c = LOGISTIC_CURVATURE
+    # Λ′ = c/(N(e^{ε/4} − 1)), the regulariser at which the log term is exactly ε/2, written so
+    # that it underflows to 0 rather than overflowing at a huge ε.
+    floor = c * math.exp(-eps / 4.0) / (n * -math.expm1(-eps / 4.0))
+    if lam < floor:
+        return floor - lam, eps / 2.0
+    return 0.0, eps - math.log(1.0 + 2.0 * c / (n * lam) + c**2 / (n * lam) ** 2)
 
 
 def objective_perturbation_logistic(
-    X: Any, y: Any, *, epsilon: float, feature_norm: float, regularisation: float = 0.01,
-    ledger: "PrivacyLedger", rng: Any = None,
+    X: Any, y: Any, *, epsilon: float, feature_l2_bound: float | None = None, regularisation: float = 0.01,
+    ledger: "PrivacyLedger", rng: Any = None, feature_norm: float | None = None,
 ) -> PerturbedWeights:
     """Regularised logistic regression with objective perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2).
 
-    With c = 1/4 (the logistic loss's curvature bound): ε′ = ε − log(1 + 2c/(Nλ) + c²/(Nλ)²);
-    if ε′ ≤ 0, an extra ridge Δ = c/(N(e^{ε/4} − 1)) − λ is added and ε′ = ε/2. A vector b
-    with density ∝ exp(−(ε′/2)‖b‖₂) enters the objective as ``bᵀw / N``, and the released
-    weights are its exact minimiser. Arguments as for :func:`output_perturbation_logistic`.
+    With c = 1/4 (the logistic loss's curvature bound), the privacy loss is at most
+    ε′ + log(1 + c/(NΛ))² for the perturbed objective's regulariser Λ. With Λ = λ:
+    ε′ = ε − log(1 + 2c/(Nλ) + c²/(Nλ)²). Where that leaves the noise less than ε/2 (small
+    Nλ for the ε: λ < Λ′ = c/(N(e^{ε/4} − 1))), an extra ridge Δ = Λ′ − λ is added and
+    ε′ = ε/2 (:func:`objective_perturbation_ridge`; Algorithm 2 adds it only once ε′ ≤ 0,
+    which leaves far more noise in between). A vector b with density ∝ exp(−(ε′/2)‖b‖₂)
+    enters the objective as ``bᵀw / N``, and the released weights are the exact minimiser
+    of ``(1/N) Σ log(1 + exp(−y wᵀx)) + ((λ + Δ)/2)‖w‖² + bᵀw / N``. The ledger entry's
+    details record ``extra_ridge`` Δ and ``epsilon_prime`` ε′. Arguments as for
+    :func:`output_perturbation_logistic`.
     """
+    bound = _renamed_bound(feature_l2_bound, feature_norm, "feature_l2_bound", "L2", "objective_perturbation_logistic")
     eps, lam, ledger, source = _check_perturbation_args(epsilon, regularisation, ledger, rng)
-    Xs, s = _scaled(X, y, feature_norm)
+    Xs, s = _scaled(X, y, bound)
     n, d = Xs.shape
-    c = LOGISTIC_CURVATURE
-    eps_prime = eps - math.log(1.0 + 2.0 * c / (n * lam) + c**2 / (n * lam) ** 2)
-    extra = 0.0
-    if eps_prime <= 0:
-        extra = c / (n * math.expm1(eps / 4.0)) - lam
-        eps_prime = eps / 2.0
+    extra, eps_prime = objective_perturbation_ridge(eps, n, lam)
     scale = 2.0 / eps_prime
     with ledger.charge(
         "objective_perturbation", eps, touched=f"logistic regression weights ({d})", noise_source=source.name,
         details={"norm": "l2", "scale": scale, "regularisation": lam, "extra_ridge": extra,
-                 "epsilon_prime": eps_prime, "feature_norm": float(feature_norm)},
+                 "epsilon_prime": eps_prime, "feature_l2_bound": float(bound)},
         assumptions=(REPLACE_ONLY, "the perturbed objective is minimised exactly (Newton steps to a gradient of 1e-12)"),
     ) as entry:
         b = _spherical_laplace(d, scale, source)
         w = _fit_regularised(Xs, s, lam + extra, linear=b / n)
-    return PerturbedWeights(w / float(feature_norm), "objective_perturbation", eps, lam, entry)
+    return PerturbedWeights(w / float(bound), "objective_perturbation", eps, lam, entry)

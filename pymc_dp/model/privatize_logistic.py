@@ -89,9 +89,16 @@ class LogisticPrivatization:
     neighbouring: str = "replace"
 
     @property
-    def feature_norm(self) -> float:
+    def feature_l1_bound(self) -> float:
         """The declared L1 bound on a design row (intercept column included)."""
         return float(np.maximum(np.abs(self.lower), np.abs(self.upper)).sum())
+
+    @property
+    def feature_norm(self) -> float:
+        """Deprecated alias of :attr:`feature_l1_bound` (removed in the next release)."""
+        warnings.warn("LogisticPrivatization.feature_norm is deprecated: it is the L1 bound on a design row, now "
+                      "feature_l1_bound.", DeprecationWarning, stacklevel=2)
+        return self.feature_l1_bound
 
     def entries(self) -> list[LedgerEntry]:
         """What :meth:`release` charges: the T gradient releases, then the feature moment (if measured)."""
@@ -115,7 +122,7 @@ class LogisticPrivatization:
         if self.features is not None:
             declared += (PUBLIC_FEATURES,)
         run = noisy_gradient_logistic(
-            self.design, self.labels, epsilon=self.epsilon_gradients, feature_norm=self.feature_norm,
+            self.design, self.labels, epsilon=self.epsilon_gradients, feature_l1_bound=self.feature_l1_bound,
             iterations=self.iterations, learning_rate=self.learning_rate, ledger=ledger, rng=rng, assumptions=declared,
         )
         moment = None
@@ -150,7 +157,7 @@ class LogisticPrivatization:
         T, d = self.iterations, self.design.shape[1]
         placeholder = NoisyGradientRun(
             measurements=np.zeros((T, d)), weights=np.zeros((T + 1, d)), scale=1.0, n_records=self.design.shape[0],
-            feature_norm=self.feature_norm, epsilon=self.epsilon_gradients, learning_rate=self.learning_rate,
+            feature_l1_bound=self.feature_l1_bound, epsilon=self.epsilon_gradients, learning_rate=self.learning_rate,
             entry=None,
         )
         rows = self.features if self.features is not None else np.zeros((2 * T * d, d)) + np.r_[
