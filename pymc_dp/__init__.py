@@ -27,6 +27,7 @@ from .mechanisms.logistic_regression import (
     objective_perturbation_logistic,
     output_perturbation_logistic,
 )
+from .mechanisms.logistic_estimator import PrivateLogisticRegression
 from .mechanisms.second_moment import SecondMomentRelease, noisy_second_moment
 from .mechanisms.bounded_sum import BoundedSumRelease, noisy_bounded_sum
 from .mechanisms.thresholdout import HoldoutAnswer, HoldoutExhaustedError, ReusableHoldout
@@ -77,6 +78,7 @@ __all__ = [
     "Measurement",
     "NoisyGradientRun",
     "PerturbedWeights",
+    "PrivateLogisticRegression",
     "SecondMomentRelease",
     "PrivacyCost",
     "PosteriorRelease",

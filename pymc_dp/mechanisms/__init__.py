@@ -15,6 +15,8 @@ function                                releases                                
 :func:`output_perturbation_logistic`    regularised logistic weights + noise         ε-DP
 :func:`objective_perturbation_logistic` weights minimising a noise-perturbed         ε-DP
                                         objective
+:class:`PrivateLogisticRegression`      either perturbation, as a classifier with    ε-DP per fit
+                                        scikit-learn's API and an intercept
 :func:`noisy_second_moment`             Σ x xᵀ of norm-bounded records + noise       (ε, δ)-DP or ε-DP
 :func:`noisy_bounded_sum`               Σ f(r) for your own f, ‖f(r)‖₁ ≤ B declared   ε-DP
 ======================================= ============================================ ========================
@@ -49,6 +51,7 @@ from .logistic_regression import (
     objective_perturbation_logistic,
     output_perturbation_logistic,
 )
+from .logistic_estimator import PrivateLogisticRegression
 from .second_moment import SecondMomentRelease, noisy_second_moment
 from .bounded_sum import BoundedSumRelease, noisy_bounded_sum
 from .noise import NoiseSource, SecureNoise, SeededNoise, resolve_noise_source
@@ -80,6 +83,7 @@ __all__ = [
     "PerturbedWeights",
     "output_perturbation_logistic",
     "objective_perturbation_logistic",
+    "PrivateLogisticRegression",
     "SecondMomentRelease",
     "noisy_second_moment",
     "BoundedSumRelease",
