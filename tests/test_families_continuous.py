@@ -666,22 +666,36 @@ def test_missing_bounds_name_the_key(name, args, data, bounds, key):
         privatize(data, name, 1.0, bounds=bounds, rng=0, **args)
 
 
+@pytest.mark.parametrize("relation", ["replace", "add_remove"])
 @pytest.mark.parametrize(
-    "name, args, data, bounds",
+    "name, args, data, bounds, default",
     [
-        ("normal", {}, np.array([1.0, np.nan, 2.0]), {"x": (-1, 1)}),
-        ("normal", {"sigma": 1.0}, np.array([1.0, np.inf]), {"x": (-1, 1)}),
-        ("exponential", {}, np.array([1.0, np.nan]), {"x": (0, 1)}),
-        ("exponential", {}, np.array([1.0, -0.5]), {"x": (0, 1)}),  # outside the support
-        ("gamma", {"shape": 2.0}, np.array([1.0, 0.0]), {"x": (0.1, 1)}),
-        ("linear_regression", {"n_features": 2}, np.array([[1.0, np.nan, 0.0], [0, 0, 0]]), {"x": (0, 1), "y": (0, 1)}),
+        ("normal", {}, np.array([1.0, np.nan, 2.0]), {"x": (-1, 3)}, 1.0),  # the bounds' midpoint
+        ("normal", {"sigma": 1.0}, np.array([1.0, np.inf]), {"x": (-1, 1)}, 0.0),
+        ("exponential", {}, np.array([1.0, np.nan]), {"x": (0.5, 1)}, 0.5),  # the lower bound
+        ("exponential", {}, np.array([1.0, -0.5]), {"x": (0, 1)}, 0.0),  # outside the support
+        ("gamma", {"shape": 2.0}, np.array([1.0, 0.0]), {"x": (0.1, 1)}, 0.1),
+        ("linear_regression", {"n_features": 2}, np.array([[1.0, np.nan, 0.0], [0, 0, 0]]),
+         {"x": (0, 1), "y": (-1, 2)}, [0.5, 0.5, 0.5]),  # the box's midpoint row
     ],
 )
-def test_invalid_records_spend_nothing(name, args, data, bounds):
-    ledger = PrivacyLedger(neighbouring="replace")
-    with pytest.raises(ValueError, match="NaN or outside the support"):
-        privatize(data, name, 1.0, bounds=bounds, ledger=ledger, rng=0, **args)
-    assert len(ledger.entries) == 0
+def test_malformed_records_are_replaced_by_the_default_record_not_refused(name, args, data, bounds, default, relation):
+    # A refusal would answer "is any record malformed?" for free. The malformed record is replaced by the family's
+    # default record inside the bounds: the release is the neighbour's with the default in its place, at the same
+    # cost, NumPy or Dask; the count goes to the curator only.
+    family = get_family(name, **args)
+    assert np.allclose(family.default_record(family.check_bounds(bounds)), default)
+    malformed = np.asarray(family.invalid(data))
+    neighbour = np.where(malformed[(...,) + (None,) * (data.ndim - 1)], np.asarray(default, dtype=float), data)
+    for records in (data, da.from_array(data, chunks=1)):
+        ours, theirs = PrivacyLedger(neighbouring=relation), PrivacyLedger(neighbouring=relation)
+        with pytest.warns(ClippedRecordsWarning, match=r"1 of 2 record\(s\) were NaN, infinite or outside the support"
+                          if len(data) == 2 else r"1 of 3 record"):
+            got = privatize(records, name, 1.0, bounds=bounds, ledger=ours, neighbouring=relation, rng=0, **args)
+        want = privatize(neighbour, name, 1.0, bounds=bounds, ledger=theirs, neighbouring=relation, rng=0, **args)
+        assert np.array_equal(got.noisy, want.noisy)
+        assert [(e.epsilon, e.touched, e.assumptions) for e in ours.entries] == [
+            (e.epsilon, e.touched, e.assumptions) for e in theirs.entries]
 
 
 @pytest.mark.parametrize(

@@ -59,8 +59,12 @@ class BoundedPositiveSum(Family):
         return checked
 
     def invalid(self, x: Any) -> Any:
-        """Records outside the support (negative, or ≤ 0 if strictly positive) or not finite: an error, not clipped."""
+        """Records outside the support (negative, or ≤ 0 if strictly positive) or not finite: replaced (:meth:`repair`)."""
         return ~(np.isfinite(x) & ((x > 0) if self.strictly_positive else (x >= 0)))
+
+    def default_record(self, bounds: Mapping[str, Any]) -> float:
+        """The lower bound of ``bounds["x"]`` (inside the support): what a malformed record is replaced by."""
+        return positive_support_bounds(bounds, self.name, strict=self.strictly_positive)[0]
 
     def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
         lo, hi = positive_support_bounds(bounds, self.name, strict=self.strictly_positive)

@@ -103,9 +103,43 @@ class Family(ABC):
         return x
 
     def invalid(self, x: Any) -> Any:
-        """Per-record mask of values outside the family's support (never clipped: an error)."""
+        """Per-record mask of malformed records: NaN, infinite or outside the family's support (see :meth:`repair`)."""
         bad = ~np.isfinite(x)
         return bad if bad.ndim == 1 else bad.any(axis=tuple(range(1, bad.ndim)))
+
+    def default_record(self, bounds: Mapping[str, Any]) -> Any:
+        """The public record that stands in for a malformed one (:meth:`repair`): a value, or a row for a family
+        whose record is a row. It lies inside the family's support and inside the declared ``bounds``, and depends
+        on nothing but the family and the bounds.
+        """
+        raise NotImplementedError(f"family {self.name!r} defines no default record; it cannot repair malformed records.")
+
+    def repair(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
+        """The records with every malformed one replaced by :meth:`default_record`, and the per-record mask of those.
+
+        A record is malformed when it is NaN, infinite or outside the family's support
+        (:meth:`invalid`: a Bernoulli 0.5, a Poisson −1, a Multinomial row not summing to
+        ``n_trials``). It is not refused: a refusal would answer "is any record malformed?"
+        for free, before any noise. It is not dropped either (N is public under replace, and
+        dropping would change it). It is replaced by the family's default record, which
+
+        * is a function of that record alone (whether it is malformed), so one record
+          replaced still changes one row of the data;
+        * lies inside the support and the declared bounds, so its statistic ``s(default)``
+          is one a well-formed, clipped record can have: every sensitivity of the family — a
+          maximum over pairs of such records — still holds, and a record still counts as one.
+
+        How many were replaced is a fact about the records: callers report it to the curator
+        only (:func:`~pymc_dp.accounting.curator.curator_report`), never in a message or the
+        ledger. Array operations only (``np.where``), so Dask records stay lazy. The default
+        is computed first, whatever the records, so a family without one fails on every call
+        alike.
+        """
+        default = np.asarray(self.default_record(bounds), dtype=float)
+        bad = self.invalid(x)
+        where = bad[(...,) + (None,) * (x.ndim - bad.ndim)]
+        per_record = bad if bad.ndim == 1 else bad.reshape(bad.shape[0], -1).any(axis=1)
+        return np.where(where, default, x), per_record
 
     def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
         """Clip records into the declared bounds; return them and a per-record mask of clipped ones."""

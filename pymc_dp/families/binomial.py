@@ -61,6 +61,10 @@ class Binomial(Family):
         """Records that are not an integer in {0, …, n_trials} (NaN and ±inf included)."""
         return ~((x >= 0) & (x <= self.n_trials) & (x == np.floor(x)))
 
+    def default_record(self, bounds: Mapping[str, Any]) -> float:
+        """0 successes (a possible record whatever ``n_trials``): what a malformed record is replaced by."""
+        return 0.0
+
     def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
         return ("successes",) if neighbouring == "replace" else ("successes", "failures")
 

@@ -195,6 +195,10 @@ class Categorical(HistogramNoiseAware, Family):
         """Records that are not an integer in {0, …, k − 1} (NaN and ±inf included)."""
         return ~((x >= 0) & (x <= self.k - 1) & (x == np.floor(x)))
 
+    def default_record(self, bounds: Mapping[str, Any]) -> float:
+        """Category 0: what a malformed record is replaced by."""
+        return 0.0
+
     def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
         return tuple(f"count_{j}" for j in range(self.k))
 

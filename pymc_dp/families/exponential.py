@@ -4,7 +4,8 @@
 The support [0, ∞) is unbounded above, so the curator declares
 ``bounds={"x": (lo, hi)}`` with ``0 ≤ lo < hi``; records outside are clipped to it
 (and counted in a :class:`~pymc_dp.families.ClippedRecordsWarning`). Negative, NaN
-or infinite records lie outside the support and are an error.
+or infinite records lie outside the support: each is replaced by ``lo``
+(:meth:`~pymc_dp.families.Family.repair`; counted for the curator, never refused).
 
 L1 sensitivities, for x, x′ ∈ [lo, hi]:
 

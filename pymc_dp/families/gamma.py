@@ -6,7 +6,8 @@ enter the likelihood of β only through ``S = Σx`` and N. The support (0, ∞) 
 unbounded above: the curator declares ``bounds={"x": (lo, hi)}`` with
 ``0 < lo < hi``; records outside are clipped to it (and counted in a
 :class:`~pymc_dp.families.ClippedRecordsWarning`). Records ≤ 0, NaN or infinite lie
-outside the support and are an error.
+outside the support: each is replaced by ``lo`` (:meth:`~pymc_dp.families.Family.repair`;
+counted for the curator, never refused).
 
 L1 sensitivities, for x, x′ ∈ [lo, hi] (as for the exponential family):
 

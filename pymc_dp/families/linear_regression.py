@@ -18,7 +18,9 @@ reaches the family, so pass the stacked array to ``privatize``.
 (the same for every feature) or arrays of length d (per feature); ``lo = hi`` is
 allowed for a constant column (e.g. an intercept column of ones: its products then
 contribute no sensitivity). Records outside the box are clipped to it (and counted
-in a :class:`~pymc_dp.families.ClippedRecordsWarning`); NaN/±inf records are an error.
+in a :class:`~pymc_dp.families.ClippedRecordsWarning`); a row with a NaN or ±inf entry is
+replaced by the box's midpoint row (:meth:`~pymc_dp.families.Family.repair`; counted for
+the curator, never refused).
 
 **Sensitivity** (L1), with ``z_a ∈ [l_a, h_a]`` and ``M_a = max(|l_a|, |h_a|)``:
 
@@ -199,6 +201,11 @@ class LinearRegression(Family):
         checked = super().check_bounds(bounds)
         self.box(checked)
         return checked
+
+    def default_record(self, bounds: Mapping[str, Any]) -> np.ndarray:
+        """The midpoint row of the box ``(x_1, …, x_d, y)``: what a row with a NaN or infinite entry is replaced by."""
+        lo, hi = self.box(bounds)
+        return lo / 2 + hi / 2
 
     def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
         lo, hi = self.box(bounds)

@@ -82,6 +82,10 @@ class Multinomial(HistogramNoiseAware, Family):
         ok_entries = ((x >= 0) & (x <= self.n_trials) & (x == np.floor(x))).all(axis=1)
         return ~(ok_entries & (x.sum(axis=1) == self.n_trials))
 
+    def default_record(self, bounds: Mapping[str, Any]) -> np.ndarray:
+        """The row ``(n_trials, 0, …, 0)`` (every trial in category 0): what a malformed row is replaced by."""
+        return np.r_[float(self.n_trials), np.zeros(self.k - 1)]
+
     def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
         return tuple(f"count_{j}" for j in range(self.k))
 

@@ -3,8 +3,9 @@
 ``log p(X | μ, σ) = −(Σx² − 2μ Σx + N μ²) / (2σ²) − N log σ + const``, so the records
 enter only through ``S = (Σx, Σx²)`` and N. The support is unbounded: the curator
 declares ``bounds={"x": (lo, hi)}``; records outside are clipped to the box (and
-counted in a :class:`~pymc_dp.families.ClippedRecordsWarning`); NaN/±inf records are
-an error.
+counted in a :class:`~pymc_dp.families.ClippedRecordsWarning`); a NaN or ±inf record is
+replaced by the midpoint of the bounds (:meth:`~pymc_dp.families.Family.repair`;
+counted for the curator, never refused).
 
 Statistics and their L1 sensitivities, for x, x′ ∈ [lo, hi] and ``M = max(|lo|, |hi|)``:
 
@@ -114,6 +115,11 @@ class Normal(Family):
     def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
         lo, hi = check_bound_pair(bounds, "x")
         return clip_interval(x, lo, hi)
+
+    def default_record(self, bounds: Mapping[str, Any]) -> float:
+        """The midpoint of ``bounds["x"]``: what a NaN or infinite record is replaced by."""
+        lo, hi = check_bound_pair(bounds, "x")
+        return lo / 2 + hi / 2  # halves first: no overflow near the double range
 
     def statistic_names(self, neighbouring: str) -> tuple[str, ...]:
         names = ("sum",) if self.known_sigma else ("sum", "sum_sq")

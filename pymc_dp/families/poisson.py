@@ -62,6 +62,10 @@ class Poisson(Family):
         """Records that are negative, non-integer or not finite (large counts are clipped, not invalid)."""
         return ~(np.isfinite(x) & (x >= 0) & (x == np.floor(x)))
 
+    def default_record(self, bounds: Mapping[str, Any]) -> float:
+        """The count 0 (inside every ``upper`` ≥ 1): what a malformed record is replaced by."""
+        return 0.0
+
     def clip(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
         """Clip records above ``upper`` to it; return them and the mask of clipped records."""
         upper = float(bounds["upper"])

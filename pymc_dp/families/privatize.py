@@ -9,7 +9,7 @@ import numpy as np
 
 from ..accounting.curator import curator_report
 from ..accounting import PrivacyLedger
-from ..accounting.validation import RecordValueError, check_epsilon, check_neighbouring, check_noise_scale
+from ..accounting.validation import check_epsilon, check_neighbouring, check_noise_scale
 from ..mechanisms import laplace_mechanism
 from ._arrays import as_array, compute, n_records
 from .base import Family
@@ -24,7 +24,10 @@ PUBLIC_N = "N (the number of records) is public: replace-one neighbouring"
 
 
 class ClippedRecordsWarning(UserWarning):
-    """Some records lay outside the declared bounds and were clipped to them."""
+    """Some records lay outside the declared bounds and were clipped to them, or were malformed and replaced.
+
+    A curator-only report (:func:`~pymc_dp.accounting.curator.curator_reports`): silent unless asked for.
+    """
 
 
 class DegenerateReleaseWarning(UserWarning):
@@ -69,9 +72,13 @@ def privatize(
         The privacy parameter ε > 0 this release spends.
     bounds
         Data bounds for families whose support is unbounded (the error says which
-        are needed); records outside are clipped to them and the number clipped is
-        reported in a :class:`ClippedRecordsWarning` to you, the curator (it is not
-        released).
+        are needed); records outside are clipped to them. A malformed record — NaN,
+        infinite or outside the family's support (a Bernoulli 0.5, a Poisson −1) — is
+        replaced by the family's default record inside the bounds
+        (:meth:`~pymc_dp.families.Family.repair`: 0 for counts, the bounds' midpoint for
+        a Normal, ...), never refused, since a refusal would say that some record is
+        malformed. Both numbers are reported in a :class:`ClippedRecordsWarning` to you,
+        the curator, inside :func:`~pymc_dp.curator_reports` only (they are not released).
     ledger
         The ledger to charge; a new one (no budget) if omitted, available as
         ``result.ledger``.
@@ -94,9 +101,10 @@ def privatize(
     Raises
     ------
     ValueError
-        For bad arguments, an unknown family, a missing bound (naming it), records
-        outside the family's support (e.g. a Bernoulli value of 2: such records are
-        an error, not clipped), NaN records, or a ledger under another relation.
+        For bad arguments, an unknown family, a missing bound (naming it), records that
+        are not numbers (text, None, dates: refused by their type, whatever their
+        values), no records, or a ledger under another relation. Never for the values of
+        numeric records.
     pymc_dp.BudgetExceededError
         If the ledger's budget cannot pay ε; nothing is drawn or recorded then.
     """
@@ -152,8 +160,8 @@ def prepare_statistics(
 
     This is the first half of :func:`privatize`, split out so that several data
     sets can all be checked before any of them is released (a failure then spends
-    nothing). Raises the same ``ValueError``s as :func:`privatize`, and warns about
-    clipped records.
+    nothing). Raises the same ``ValueError``s as :func:`privatize`; clipped and replaced
+    records are reported to the curator only.
     """
     neighbouring = check_neighbouring(neighbouring)
     fam = get_family(family, **family_args)
@@ -163,15 +171,18 @@ def prepare_statistics(
     n = n_records(x)
     if n == 0:
         raise ValueError(f"{name}: data has no records.")
-    invalid = fam.invalid(x)
-    clipped, outside = fam.clip(x, checked_bounds)
+    repaired, malformed = fam.repair(x, checked_bounds)
+    clipped, outside = fam.clip(repaired, checked_bounds)
     total = fam.record_statistics(clipped, neighbouring).sum(axis=0)
-    n_invalid, n_outside, exact = compute(invalid.sum(), outside.sum(), total)
-    if int(n_invalid):
-        raise RecordValueError(
-            f"{name}: some records are NaN or outside the support of the {fam.name} family (how many is not "
-            "said: it is data); "
-            "fix or drop them before privatising (nothing was spent)."
+    n_malformed, n_outside, exact = compute(malformed.sum(), outside.sum(), total)
+    if int(n_malformed):
+        curator_report(
+            f"{name}: {int(n_malformed)} of {n} record(s) were NaN, infinite or outside the support of the "
+            f"{fam.name} family and were replaced by its default record "
+            f"{np.asarray(fam.default_record(checked_bounds)).tolist()} (this count is for you, the curator; it is "
+            "not released).",
+            ClippedRecordsWarning,
+            stacklevel=3,
         )
     if int(n_outside):
         curator_report(
