@@ -14,9 +14,11 @@
    * ``emissions.png``: each occupied state's type distribution and casualty rates
      (Figs. 4–5);
    * ``ledger.txt``: the privacy ledger; ``trace.nc``: the released trace with the ledger;
-   * ``diagnostics.txt``: ArviZ's summary (R-hat, ESS) of label-free quantities (the
-     log-likelihood of the noisy counts, the number of occupied states, the share of the
-     largest state), since state labels may differ between chains;
+   * ``diagnostics.txt``: ArviZ's summary (R-hat, ESS) of quantities comparable across
+     chains (:func:`convergence_report`): state labels differ between chains, so each
+     chain is relabelled to chain 0 first and the shares, incident-type probabilities
+     and casualty rates of the states every chain uses are compared, with the number
+     of occupied states;
    * ``summary.txt``: the one-screen summary that is also printed;
    * ``leak_scan.txt``: the curator's last check: every file above scanned for the
      records, their exact statistics (the number of records, the median per
@@ -34,41 +36,118 @@ from __future__ import annotations
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from ... import _compat
 from .data import FEATURES, MONTHS, TYPES, feature_counts, generate, month_labels
 
-__all__ = ["run_demo", "modal_states"]
+__all__ = ["run_demo", "modal_states", "convergence_report"]
 
 
-def _describe_r_hat(r_hat: float) -> str:
-    """The worst R-hat of the quantities that vary within every chain, in words."""
-    if not np.isfinite(r_hat):
-        return "R-hat undefined"
-    if r_hat > 100:
-        return "R-hat > 100: the chains settled in different state configurations (run longer or more chains)"
-    if r_hat > 1.1:
-        return f"R-hat {r_hat:.3f}: the chains have not converged (more --iterations, or a larger --epsilon)"
-    return f"R-hat {r_hat:.3f} (worst of the label-free quantities)"
+#: R-hat above this: the chains have not converged.
+R_HAT_LIMIT = 1.1
+#: Relabelled chains whose modal states agree on a smaller share of the region-months
+#: than this settled in different state configurations.
+AGREEMENT_LIMIT = 0.99
 
 
-def _convergence(quantities: dict[str, np.ndarray], r_hat: Any) -> str:
-    """One line on convergence from label-free ``(chain, draw)`` quantities and their R-hat.
+def _verdict(r_hat: float, agreement: float) -> str:
+    """What the worst R-hat and the relabelled chains' modal agreement say, as a clause ("" if converged)."""
+    if agreement < AGREEMENT_LIMIT or r_hat > 100:
+        return ": the chains settled in different state configurations (run longer or more chains)"
+    if r_hat > R_HAT_LIMIT:
+        return ": the chains have not converged (more --iterations, or a larger --epsilon)"
+    return ""
 
-    A quantity that is constant within a chain (the number of occupied states once the
-    chain settles) has no within-chain variance, so its R-hat is NaN or astronomically
-    large and says nothing; such quantities are shown by their value in each chain.
+
+def _comparable_quantities(posterior: Mapping[str, np.ndarray], num_states: int) -> tuple[dict[str, np.ndarray], float, int]:
+    """``(chain, draw)`` quantities that mean the same in every chain, from released draws only.
+
+    Each chain is relabelled to chain 0 (:mod:`~pymc_dp.examples.warlogs.relabel`); then,
+    for each state every chain uses (numbered by its share in chain 0, largest first),
+    its share of the region-months, its incident-type probabilities and its three
+    casualty rates (what ``emissions.png`` shows). The number of occupied states needs
+    no relabelling.
+
+    Returns the quantities, the modal agreement of the relabelled chains
+    (:func:`~pymc_dp.examples.warlogs.relabel.modal_agreement`) and the number of
+    states compared.
     """
-    varying = [k for k, v in quantities.items() if np.all(v.std(axis=1) > 0)]
-    parts = [_describe_r_hat(max(float(r_hat[k]) for k in varying))] if varying else []
-    for name, values in quantities.items():
-        if name not in varying:
-            per_chain = " | ".join(f"{m:.3g}" for m in values.mean(axis=1))
-            parts.append(f"{name.replace('_', ' ')} {per_chain} by chain (settled)")
-    return "; ".join(parts)
+    from .relabel import allocation, common_states, modal_agreement, reference_permutations, relabel
+
+    states = posterior["states"]
+    alloc = allocation(states, num_states)
+    perms = reference_permutations(alloc)
+    shares = relabel(np.stack([(states == k).mean(axis=(2, 3)) for k in range(num_states)], axis=2), perms)
+    common = common_states(alloc, perms)
+    common = common[np.argsort(-shares[0].mean(axis=0)[common], kind="stable")]
+    quantities = {"occupied_states": (shares > 0).sum(axis=2).astype(float)}
+    types = relabel(posterior["theta_type"], perms)
+    rates = {f: relabel(posterior[f"theta_{f}"], perms)[..., 1] for f in FEATURES[2:]}
+    for i, k in enumerate(common):
+        quantities[f"state {i}: share"] = shares[:, :, k]
+        quantities.update({f"state {i}: {name}": types[:, :, k, j] for j, name in enumerate(TYPES)})
+        quantities.update({f"state {i}: {f} > 0": rate[:, :, k] for f, rate in rates.items()})
+    return quantities, modal_agreement(alloc, perms), len(common)
+
+
+def _worst_r_hat(quantities: Mapping[str, np.ndarray], r_hat: Any) -> float:
+    """The largest R-hat of the quantities that vary within every chain (NaN if none does).
+
+    A quantity constant within a chain (the number of occupied states, a state's share
+    once the chain settles) has no within-chain variance, so its R-hat is NaN or
+    astronomically large and says nothing; the modal agreement covers it.
+    """
+    varying = [float(r_hat[k]) for k, v in quantities.items() if np.all(np.ptp(v, axis=1) > 0)]
+    return max(varying, default=float("nan"))
+
+
+def _convergence(quantities: Mapping[str, np.ndarray], r_hat: float, agreement: float, compared: int) -> str:
+    """One line on convergence: the worst R-hat, what it was computed on, the verdict and the chains' agreement."""
+    value = f"R-hat {r_hat:.3f}" if np.isfinite(r_hat) else "R-hat undefined"
+    states = f"{compared} state{'' if compared == 1 else 's'}"
+    per_chain = " | ".join(f"{m:.3g}" for m in quantities["occupied_states"].mean(axis=1))
+    return (
+        f"{value} on label-invariant quantities (chains relabelled to chain 0: shares, type and casualty "
+        f"probabilities of the {states} all chains use){_verdict(r_hat, agreement)}; modal states agree on "
+        f"{100 * agreement:.1f} % of region-months; occupied states {per_chain} by chain"
+    )
+
+
+def convergence_report(posterior: Mapping[str, np.ndarray], num_states: int) -> dict[str, Any]:
+    """Judge the chains of a war-logs HMM fit on quantities comparable across chains.
+
+    Parameters
+    ----------
+    posterior
+        Released ``(chain, draw, ...)`` draws: ``states`` and ``theta_<feature>``.
+    num_states
+        K.
+
+    Returns
+    -------
+    dict
+        ``line`` (the summary's convergence line), ``diagnostics`` (ArviZ's summary of
+        the quantities of :func:`_comparable_quantities`), ``max_r_hat`` (the worst
+        R-hat of those that vary within every chain), ``modal_agreement``.
+    """
+    import arviz as az
+
+    quantities, agreement, compared = _comparable_quantities(posterior, num_states)
+    with warnings.catch_warnings():
+        # A quantity constant across draws has no variance: ArviZ warns and reports NaN.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        # Unrounded: ArviZ's automatic rounding shows a settled share (MCSE 0) as 0 or 1.
+        diagnostics = az.summary(_compat.trace_from_dict({"posterior": quantities}), kind="all", round_to="none")
+    r_hat = _worst_r_hat(quantities, diagnostics["r_hat"])
+    return {
+        "line": _convergence(quantities, r_hat, agreement, compared),
+        "diagnostics": diagnostics,
+        "max_r_hat": r_hat,
+        "modal_agreement": agreement,
+    }
 
 
 def _round_to(value: float, step: float) -> float:
@@ -102,8 +181,9 @@ def _scan_report(out: Path, logs: Any) -> Any:
 
 def modal_states(states: np.ndarray, num_states: int) -> np.ndarray:
     """The most frequent state of each region-month over draws: ``(draws, R, T)`` → ``(R, T)``."""
-    counts = np.stack([(states == k).sum(axis=0) for k in range(num_states)], axis=0)
-    return counts.argmax(axis=0)
+    from .relabel import allocation
+
+    return allocation(states[None], num_states)[0].argmax(axis=0)
 
 
 def _plot_states(modal: np.ndarray, regions: tuple[str, ...], order: np.ndarray, path: Path) -> None:
@@ -185,7 +265,6 @@ def run_demo(
     verbose
         Print the one-screen summary.
     """
-    import arviz as az
     import logging
 
     from ...accounting import Budget, PrivacyLedger
@@ -214,45 +293,25 @@ def run_demo(
         )
     finally:
         pymc_logger.setLevel(level)
-    states = idata.posterior["states"].values  # (chains, draws, R, T)
-    theta = [idata.posterior[f"theta_{f}"].values for f in FEATURES]
-
-    # Label-free diagnostics, comparable across chains.
-    clamped = [np.maximum(c, 0.0) for c in noisy]
-    chains, draws = states.shape[:2]
-    loglik = np.zeros((chains, draws))
-    occupied = np.zeros((chains, draws))
-    largest = np.zeros((chains, draws))
-    for c in range(chains):
-        for i in range(draws):
-            s = states[c, i]
-            loglik[c, i] = sum((n * np.log(th[c, i])[s]).sum() for n, th in zip(clamped, theta))
-            share = np.bincount(s.ravel(), minlength=num_states) / s.size
-            occupied[c, i] = (share > 0).sum()
-            largest[c, i] = share.max()
-    quantities = {"log_likelihood_of_release": loglik, "occupied_states": occupied, "largest_state_share": largest}
-    diag = _compat.trace_from_dict({"posterior": quantities})
-    with warnings.catch_warnings():
-        # A quantity that is constant across draws (e.g. the number of occupied states once
-        # the chains settle) has no variance: ArviZ warns and reports NaN for its R-hat/ESS.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        diagnostics = az.summary(diag, kind="all")
-
-    # The report uses chain 0 (labels are consistent within a chain).
-    modal = modal_states(states[0], num_states)
-    share = np.bincount(modal.ravel(), minlength=num_states) / modal.size
-    order = np.argsort(-share)
-    used = [int(k) for k in order if share[k] > 0]
-    mean_theta = [th[0].mean(axis=0) for th in theta]
-    _plot_states(modal, logs.regions, order, out / "states.png")
-    _plot_emissions(mean_theta, used, out / "emissions.png")
-    ari = adjusted_rand_index(modal, logs.true_states)
     # The whitelist: the model's free variables (no Deterministics) and the ledger, nothing else.
     free = [f"theta_{f}" for f in FEATURES] + ["transitions", "initial", "states"]
     released = release(idata, ledger=ledger, var_names=free)
     released.to_netcdf(str(out / "trace.nc"))
+    # From here on the report reads the released draws only.
+    posterior = {name: _compat.get_group(released, "posterior")[name].values for name in free}
+    convergence = convergence_report(posterior, num_states)
+
+    # The figures use chain 0 (labels are consistent within a chain).
+    modal = modal_states(posterior["states"][0], num_states)
+    share = np.bincount(modal.ravel(), minlength=num_states) / modal.size
+    order = np.argsort(-share)
+    used = [int(k) for k in order if share[k] > 0]
+    mean_theta = [posterior[f"theta_{f}"][0].mean(axis=0) for f in FEATURES]
+    _plot_states(modal, logs.regions, order, out / "states.png")
+    _plot_emissions(mean_theta, used, out / "emissions.png")
+    ari = adjusted_rand_index(modal, logs.true_states)
     (out / "ledger.txt").write_text(ledger.summary() + "\n")
-    (out / "diagnostics.txt").write_text(diagnostics.to_string() + "\n")
+    (out / "diagnostics.txt").write_text(convergence["diagnostics"].to_string(float_format="{:.4g}".format) + "\n")
     # Sizes in the report come from the release (post-processing: free), never from the
     # records: the exact record count and per-cell medians were never charged for.
     per_cell = np.maximum(noisy[0], 0.0).sum(axis=-1)  # noisy records per region-month (type counts)
@@ -268,7 +327,7 @@ def run_demo(
         f"  states in use      {len(used)} of {num_states} (region-month shares: {top})",
         f"  true regimes       adjusted Rand index of the modal states: {ari:.3f} (synthetic data: the generator's "
         "regimes are known)",
-        f"  convergence        {_convergence(quantities, diagnostics['r_hat'])}",
+        f"  convergence        {convergence['line']}",
         f"  report             {out}/ states.png emissions.png ledger.txt diagnostics.txt trace.nc summary.txt "
         "leak_scan.txt",
         f"  time               {elapsed:.1f} s",
@@ -286,7 +345,8 @@ def run_demo(
         "states_in_use": len(used),
         "shares": [float(share[k]) for k in used],
         "adjusted_rand_index": float(ari),
-        "max_r_hat": float(diagnostics["r_hat"].max()),
+        "max_r_hat": convergence["max_r_hat"],
+        "modal_agreement": convergence["modal_agreement"],
         "output_dir": str(out),
         "seconds": elapsed,
         "ledger": ledger,
