@@ -156,7 +156,8 @@ def test_arguments_are_refused_with_their_names_and_predictions_need_a_fit():
                          (dict(feature_l2_bound=0.0), "feature_l2_bound"),
                          (dict(feature_l2_bound=float("inf")), "feature_l2_bound"),
                          (dict(regularisation=-0.1), "regularisation"), (dict(mechanism="gradient"), "mechanism"),
-                         (dict(fit_intercept="yes"), "fit_intercept"), (dict(intercept_scaling=0.0), "intercept_scaling"),
+                         (dict(fit_intercept="yes"), "fit_intercept"),
+                         (dict(intercept_scaling=0.0), "intercept_scaling"),
                          (dict(ledger=None), "ledger"), (dict(rng="seed"), "rng"),
                          (dict(ledger=pmdp.PrivacyLedger(neighbouring="add_remove")), "replace-one")):
         with pytest.raises(ValueError, match=message):
