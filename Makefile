@@ -33,8 +33,11 @@ $(STAMP): pyproject.toml $(LOCK) | python
 demo: $(STAMP)
 	$(VENV)/bin/pymc-dp demo $(DEMO_ARGS)
 
+# Both cores: pytest-xdist workers steal tests from each other, so a long test at the end
+# does not leave a core idle. XDIST= overrides (XDIST="-n 0" runs in one process).
+XDIST ?= -n 2 --dist worksteal
 test: $(STAMP)
-	$(PY) -m pytest -m "not slow and not study" $(TESTS)
+	$(PY) -m pytest $(XDIST) -m "not slow and not study" $(TESTS)
 
 # The secondary target (Python 3.11, PyMC 5.28 / ArviZ 0.23), in .venv-py311: a representative
 # subset - everything that meets PyMC, PyTensor or ArviZ where their versions differ (routes,
@@ -54,23 +57,28 @@ test-secondary:
 	$(MAKE) test TARGET=py311 TESTS="$(SECONDARY_TESTS)"
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest $(XDIST) -m slow
 
 # nuts_sampler="nutpie" on the routes that accept it: installs the optional extra (pinned by the
 # lock) and runs the tests marked nutpie. The default suite runs PyMC's NUTS either way.
 test-nutpie: $(STAMP)
 	$(PY) -m pip install --quiet -c $(LOCK) -e ".[nutpie]"
-	$(PY) -m pytest -m nutpie tests/test_nuts_sampler.py
+	$(PY) -m pytest $(XDIST) -m nutpie tests/test_nuts_sampler.py
 
 # The full-size calibration study (about an hour on 2 cores); too long for CI.
 test-study: $(STAMP)
-	$(PY) -m pytest -m study
+	$(PY) -m pytest $(XDIST) -m study
 
 test-all: $(STAMP)
 	$(PY) -m pytest
 
+# Notebooks are executed unless docs/notebook_cache.py's cache holds a clean run of the same
+# code against the same library (make test fills it); then every page must have been written.
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+	@for page in index api $$(ls notebooks | sed -n 's/\.ipynb$$//p' | sed 's|^|notebooks/|'); do \
+		test -s docs/_build/html/$$page.html || { echo "docs: $$page.html was not written" >&2; exit 1; }; \
+	done; echo "docs: every page and notebook is in docs/_build/html"
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -c $(LOCK) -e ".[bench]"

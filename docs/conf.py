@@ -70,11 +70,17 @@ myst_heading_anchors = 3
 myst_dmath_double_inline = True
 
 # -- Notebooks (myst-nb) ---------------------------------------------------------------
-# Notebooks are stored without outputs. "auto" executes every notebook that has no
-# outputs, in its own folder, at each build, so the site always shows what the
-# current code does (the tour notebooks are written to run in well under a minute).
-# Execution errors are raised so that -W turns them into a failed build.
-nb_execution_mode = "auto"
+# Notebooks are stored without outputs. "cache" executes a notebook, in its own folder,
+# unless the cache already holds a clean run of the same code cells against the same
+# library (docs/notebook_cache.py names the cache by a digest of the package's sources,
+# the locks and the Python version; tests/test_notebooks.py fills the same cache), so the
+# site always shows what the current code does and nothing runs twice. Execution errors
+# are raised so that -W turns them into a failed build.
+sys.path.insert(0, str(DOCS))
+from notebook_cache import cache_path  # noqa: E402
+
+nb_execution_mode = "cache"
+nb_execution_cache_path = str(cache_path())
 nb_execution_timeout = 600
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True

@@ -5,11 +5,16 @@ secondary target (PyMC 5 / ArviZ 0.23, whose plotting API differs) they are skip
 Each notebook is executed with nbclient in a fresh ``python3`` kernel, with the
 notebook's own folder as working directory (as a reader running it in Jupyter
 would), and a 600 s limit per cell. Notebooks are stored without outputs; the
-executed copy is kept in memory only, so the tests never modify the files.
+executed copy is kept in the docs build's execution cache (docs/notebook_cache.py),
+never in the files. A notebook the cache already holds a clean run of — the same code
+cells against the same library, locks and Python — is not run again, here or by the
+docs build: each notebook runs once per change.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import time
 from pathlib import Path
 
 import pytest
@@ -18,9 +23,18 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 from nbclient.exceptions import CellExecutionError  # noqa: E402
 
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 CELL_TIMEOUT = 600  # seconds, per cell
+
+
+def _notebook_cache():
+    """docs/notebook_cache.py (the docs build's own module; docs/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("notebook_cache", ROOT / "docs" / "notebook_cache.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_there_are_notebooks() -> None:
@@ -33,7 +47,18 @@ def test_there_are_notebooks() -> None:
 )
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path: Path) -> None:
+    jupyter_cache = pytest.importorskip("jupyter_cache")
+    from jupyter_cache.base import CacheBundleIn
+
     nb = nbformat.read(path, as_version=4)
+    store = _notebook_cache()
+    with store.cache_lock():
+        cache = jupyter_cache.get_cache(str(store.cache_path()))
+        try:
+            cache.match_cache_notebook(nb)
+            return  # a clean run of exactly this code against exactly this library is cached
+        except KeyError:
+            pass
     client = nbclient.NotebookClient(
         nb,
         kernel_name="python3",
@@ -41,11 +66,18 @@ def test_notebook_runs(path: Path) -> None:
         # nbclient starts the kernel in resources["metadata"]["path"].
         resources={"metadata": {"path": str(path.parent)}},
         allow_errors=False,
+        record_timing=False,  # cell metadata stays as stored: jupyter-cache hashes it
     )
+    start = time.perf_counter()
     try:
         client.execute()
     except CellExecutionError as err:
         pytest.fail(f"{path.name} raised while executing:\n{err}", pytrace=False)
+    with store.cache_lock():  # the docs build reads this run instead of executing the notebook again
+        jupyter_cache.get_cache(str(store.cache_path())).cache_notebook_bundle(
+            CacheBundleIn(nb, str(path), data={"execution_seconds": time.perf_counter() - start}),
+            check_validity=False, overwrite=True,
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
