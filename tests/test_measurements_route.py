@@ -16,7 +16,6 @@ import pytest
 import pymc_dp as pmdp
 from pymc_dp import _compat
 from pymc_dp.accounting import PrivacyLedger
-from pymc_dp.accounting.validation import RecordValueError
 from pymc_dp.model.privatize_logistic import PUBLIC_FEATURES
 
 from gallery_models import logistic_regression
@@ -78,14 +77,41 @@ def test_bad_options_are_refused_before_anything_is_spent(options, match):
     assert len(ledger) == 0 and not ledger.reserved
 
 
-def test_labels_other_than_0_and_1_stop_the_choice_of_route():
+def _logistic(X, y):
     with pm.Model() as model:
         w = pm.Normal("w", 0, 1, shape=2)
-        pm.Bernoulli("y", logit_p=np.ones((20, 2)) @ w, observed=np.r_[np.zeros(19), 2.0])
-    ledger = PrivacyLedger()
-    with pytest.raises(RecordValueError):
-        _sample(model, ledger, bounds={"y": {"x": (-1, 1)}})
-    assert len(ledger) == 0
+        pm.Bernoulli("y", logit_p=X @ w, observed=y)
+    return model
+
+
+@pytest.mark.parametrize("bad", ["label_two", "label_minus_one", "nan_covariate", "inf_covariate"])
+def test_a_malformed_record_is_replaced_by_the_default_record_not_refused(bad):
+    # Refusing would say "some record is malformed" (and stopping the choice of route would too). The record
+    # becomes the default one, label 0 and the middle of the box: the call spends what it spends on the neighbour
+    # holding that record, and with the same seeds releases exactly the neighbour's trace.
+    rng = np.random.default_rng(2)
+    X, y = rng.uniform(-1, 1, size=(30, 2)), rng.binomial(1, 0.5, 30).astype(float)
+    odd_X, odd_y = X.copy(), y.copy()
+    if bad.startswith("label"):
+        odd_y[7] = 2.0 if bad == "label_two" else -1.0
+    else:
+        odd_X[7, 1] = np.nan if bad == "nan_covariate" else np.inf
+    near_X, near_y = X.copy(), y.copy()
+    near_X[7], near_y[7] = 0.0, 0.0  # the default record: label 0, the middle of bounds (-1, 1)
+    ours, theirs = PrivacyLedger(), PrivacyLedger()
+    seeds = dict(bounds={"y": {"x": (-1, 1)}}, noise_rng=1, random_seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pmdp.curator_reports():
+            got = pmdp.sample(50, epsilon=2.0, model=_logistic(odd_X, odd_y), ledger=ours, **seeds,
+                              **{k: v for k, v in SHORT.items() if k != "draws"})
+    assert any("1 record(s) of 'y' had a label other than 0 and 1" in str(w.message) for w in caught)
+    want = _sample(_logistic(near_X, near_y), theirs, draws=50, **seeds)
+    assert [(e.mechanism, e.epsilon, e.count, e.touched, e.details.get("route")) for e in ours.entries] == [
+        (e.mechanism, e.epsilon, e.count, e.touched, e.details.get("route")) for e in theirs.entries]
+    assert ours.entries[0].details["route"] == "measurements"
+    np.testing.assert_array_equal(_compat.get_group(got, "posterior")["w"].values,
+                                  _compat.get_group(want, "posterior")["w"].values)
 
 
 def test_other_likelihoods_are_refused_by_this_route_with_what_it_takes():

@@ -71,17 +71,45 @@ def _with_missing(kind: str) -> np.ndarray:
     return np.ma.masked_invalid(y) if kind == "masked" else y
 
 
+#: Malformed Bernoulli records: outside the support (PyMC casts a Bernoulli's observed values to integers, so
+#: 0.5 arrives as 0), or missing (NaN, which PyMC imputes; masked).
+MALFORMED = {"two": 2.0, "minus_one": -1.0, "nan": np.nan, "masked": np.ma.masked}
+#: Seeds of the noise each route draws besides the sampler's (seeded by random_seed=).
+NOISE_SEEDS = {"laplace": {"noise_rng": 0}, "saa": {"noise_rng": 0}, "ais": {"noise_rng": 0}}
+
+
+def _spent(ledger: PrivacyLedger) -> list[tuple]:
+    return [(e.mechanism, e.epsilon, e.delta, e.count, e.touched, e.noise_source, e.assumptions) for e in ledger.entries]
+
+
+def _shapes(trace) -> dict[str, tuple]:
+    posterior = _compat.get_group(trace, "posterior")
+    return {name: tuple(posterior[name].shape) for name in posterior.data_vars}
+
+
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("kind", ["nan", "masked"])
-def test_missing_values_are_refused_before_anything_is_spent_on_every_route(method, kind):
-    ledger = PrivacyLedger()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # PyMC's ImputationWarning
-        model = beta_bernoulli(_with_missing(kind))
-    with pytest.raises(ValueError, match="missing values") as err:
-        run(model, method, ledger)
-    assert "nothing was spent" in str(err.value)
-    assert len(ledger) == 0 and not ledger.reserved
+@pytest.mark.parametrize("bad", list(MALFORMED))
+def test_a_malformed_record_is_replaced_not_refused_on_every_route(method, bad):
+    # Refusing the call would answer "is any record malformed?" (or "is any missing?") for free. PyMC's imputation
+    # is undone, and the record is replaced by the family's default record (0 for a Bernoulli), or on the saa
+    # route left out of its block: the call spends what it spends on a well-formed neighbour, its release has the
+    # same ledger entries and shapes (no imputed variable), and the count goes to the curator only.
+    records, neighbour = np.ma.masked_array(RECORDS.copy()), RECORDS.copy()
+    records[3], neighbour[3] = MALFORMED[bad], 0.0
+    if bad != "masked":
+        records = records.filled()
+    ours, theirs = PrivacyLedger(), PrivacyLedger()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run(beta_bernoulli(records), method, ours, random_seed=1, **NOISE_SEEDS.get(method, {}))
+    want = run(beta_bernoulli(neighbour), method, theirs, random_seed=1, **NOISE_SEEDS.get(method, {}))
+    assert _spent(ours) == _spent(theirs) and len(ours) >= 1
+    assert _shapes(got) == _shapes(want)
+    reports = [str(w.message) for w in caught if issubclass(w.category, pmdp.families.ClippedRecordsWarning)]
+    if method != "saa":  # the others replace the record by the default 0: the very release of the neighbour
+        assert any("outside the support" in r for r in reports), reports
+        ours_p = _compat.get_group(got, "posterior")["p"].values
+        assert np.array_equal(ours_p, _compat.get_group(want, "posterior")["p"].values)
 
 
 def test_release_refuses_a_trace_with_imputed_values():

@@ -113,14 +113,72 @@ def test_auto_picks_the_most_accurate_route_that_takes_the_declarations_and_says
         pmdp.sample(50, epsilon=1.0, model=logistic, **QUIET)
 
 
-def test_auto_never_lets_record_values_choose_the_route():
+def _counts(values):
     with pm.Model() as counts:
         lam = pm.Gamma("lam", 2, 1)
-        pm.Poisson("c", lam, observed=np.array([1, 2, -1, 3] * 5))  # a count below zero
-    ledger = pmdp.PrivacyLedger()
-    with pytest.raises(pmdp.accounting.validation.RecordValueError, match="outside the support"):
-        pmdp.sample(50, epsilon=1.0, model=counts, bounds={"c": {"upper": 20}}, ledger=ledger, **QUIET)
-    assert len(ledger) == 0
+        pm.Poisson("c", lam, observed=np.asarray(values))
+    return counts
+
+
+def _spent(ledger):
+    return [(e.mechanism, e.epsilon, e.delta, e.touched, e.noise_source, e.assumptions, e.details.get("route"))
+            for e in ledger.entries]
+
+
+def test_auto_never_lets_record_values_choose_the_route():
+    # A count below zero neither stops the choice (that would say some record is malformed) nor changes it: the
+    # Laplace route runs on the record replaced by the family's default record 0, exactly as on the neighbour
+    # holding a 0 there, and the count goes to the curator only.
+    values = np.array([1, 2, 3, 3] * 5)
+    bad = values.copy()
+    bad[2] = -1
+    ours, theirs = pmdp.PrivacyLedger(), pmdp.PrivacyLedger()
+    with pytest.warns(pmdp.families.ClippedRecordsWarning, match="1 of 20 record"):
+        got = pmdp.sample(50, epsilon=1.0, model=_counts(bad), bounds={"c": {"upper": 20}}, ledger=ours,
+                          noise_rng=0, random_seed=0, **QUIET)
+    neighbour = values.copy()
+    neighbour[2] = 0
+    want = pmdp.sample(50, epsilon=1.0, model=_counts(neighbour), bounds={"c": {"upper": 20}}, ledger=theirs,
+                       noise_rng=0, random_seed=0, **QUIET)
+    assert _spent(ours) == _spent(theirs) and ours.entries[0].details["route"] == "laplace"
+    np.testing.assert_array_equal(_compat.get_group(got, "posterior")["lam"].values,
+                                  _compat.get_group(want, "posterior")["lam"].values)
+
+
+@pytest.mark.parametrize("bad", [-1.0, np.inf], ids=["minus_one", "inf"])
+def test_saa_leaves_a_malformed_record_out_of_its_block_and_refuses_nothing(bad):
+    # On the saa route a record the likelihood cannot hold is left out of its block's fit (a function of that
+    # block alone): the call spends what it spends on a well-formed neighbour and releases the same shapes.
+    values = np.random.default_rng(3).poisson(3, 40).astype(float)
+    odd = values.copy()
+    odd[5] = bad
+    ours, theirs = pmdp.PrivacyLedger(), pmdp.PrivacyLedger()
+    args = dict(epsilon=1.0, method="saa", ranges={"lam": (0, 10)}, blocks=4, noise_rng=0, random_seed=0)
+    with pytest.warns(pmdp.families.ClippedRecordsWarning, match="1 record.*left out of their block's fit, and 0"):
+        got = pmdp.sample(30, model=_counts(odd), ledger=ours, **args, **QUIET)
+    want = pmdp.sample(30, model=_counts(values), ledger=theirs, **args, **QUIET)
+    assert _spent(ours) == _spent(theirs)
+    assert _compat.get_group(got, "posterior")["lam"].shape == _compat.get_group(want, "posterior")["lam"].shape
+
+
+def test_a_block_whose_fit_fails_on_its_records_counts_as_the_middle_of_the_ranges(monkeypatch):
+    from pymc.exceptions import SamplingError
+
+    real = pm.sample
+    calls = {"n": 0}
+
+    def failing_second_block(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise SamplingError("Initial evaluation of model at starting point failed!")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", failing_second_block)
+    run = pmdp.routes.plan_saa(_counts(np.full(40, 3.0)), 30, 1e9, pmdp.routes.SAA(ranges={"lam": (0, 10)}, blocks=4,
+                               noise_rng=0), None, None, dict(QUIET))
+    with pytest.warns(pmdp.families.ClippedRecordsWarning, match="1 block fit.*SamplingError"):
+        estimates = run._fit_blocks()
+    assert estimates["lam"][1] == 5.0 and calls["n"] == 4  # the midpoint of (0, 10); the other blocks fitted
 
 
 def test_saa_refuses_a_model_it_cannot_cut_before_spending_without_quoting_records():

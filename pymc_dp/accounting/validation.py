@@ -412,11 +412,3 @@ def check_neighbouring(neighbouring: object, name: str = "neighbouring") -> str:
         )
     return neighbouring.value if isinstance(neighbouring, Neighbouring) else str(neighbouring)
 
-
-class RecordValueError(ValueError):
-    """A refusal caused by the records' values (a record outside its family's support), not by the model.
-
-    Raised before anything is spent, like every refusal; kept apart so that a route
-    chooser never turns it into a different route (which route ran would then tell
-    something about the values).
-    """

@@ -35,6 +35,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
 from ..accounting.validation import check_finite_number
 
@@ -93,21 +95,61 @@ def _time_series_kind(op: Any) -> str | None:
     return None
 
 
+def _fill_value(value: Any, per_step: bool) -> float:
+    """What a NaN or infinite observed value is evaluated at inside its (then constant) term.
+
+    The term itself is replaced by ``lower`` (:func:`_clipped_logprob`), so the density and its
+    gradient do not depend on this value at all: the gradient of the term is 0 × the gradient of
+    the log-density there, exactly 0 as long as the latter is finite. Hence an observed value of
+    the variable (the first finite one), where the log-density is finite; 0 for a time series,
+    whose value at one step also enters the next steps' terms as a lag (there it must be a
+    public constant).
+    """
+    if per_step:
+        return 0.0
+    data = getattr(value, "data", None)
+    if data is None and hasattr(value, "get_value"):
+        data = value.get_value(borrow=True)
+    finite = np.asarray(data, dtype=float).ravel() if data is not None else np.zeros(0)
+    finite = finite[np.isfinite(finite)]
+    return float(finite[0]) if finite.size else 0.0
+
+
+def _malformed_terms(bad: Any, terms: Any) -> Any:
+    """The per-term mask of terms holding a malformed value (``bad`` reduced over a multivariate term's axes)."""
+    while bad.type.ndim > terms.type.ndim:
+        bad = bad.any(axis=-1)
+    return bad
+
+
 def _clipped_logprob(base: Any) -> Any:
     def logprob(op: Any, values: Any, *inputs: Any, **kwargs: Any) -> Any:
         import pymc as pm
+        import pytensor.tensor as pt
 
         lower, upper = getattr(op, _CLIP_ATTR)
         (value,) = values
+        per_step = getattr(op, "pymc_dp_per_step", False)
+        # A NaN or infinite observed value (a missing or malformed record) is never refused: its term is the
+        # constant ``lower``, inside the clip, so the record's contribution is data-independent and the
+        # sensitivity holds; it is evaluated at a finite stand-in so that no NaN reaches the gradient.
+        bad = ~pt.isfinite(value) if value.type.dtype.startswith("float") else None
+        if bad is not None:
+            value = pt.switch(bad, np.asarray(_fill_value(values[0], per_step), dtype=value.type.dtype), value)
+            values = (value,)
+
+        def masked(terms: Any) -> Any:
+            return _clip(terms, lower, upper, bad)
+
         if getattr(op, "pymc_dp_inlined", False):  # Censored, CustomDist(dist=...): logp of the generating graph
-            return _clip(pm.logp(_inner_rv(op, inputs), value), lower, upper)
-        if getattr(op, "pymc_dp_per_step", False):
+            return masked(pm.logp(_inner_rv(op, inputs), value))
+        if per_step:
             if _time_series_kind(op) == "ar":
                 steps = _autoregressive_steps(op, value, inputs)
             else:
                 steps = _strip_last_sum(base(op, values, *inputs, **kwargs))
-            return _clip(steps, lower, upper).sum(axis=-1)
-        return _clip(base(op, values, *inputs, **kwargs), lower, upper)
+            return masked(steps).sum(axis=-1)
+        return masked(base(op, values, *inputs, **kwargs))
 
     return logprob
 
@@ -144,11 +186,17 @@ def _without_parameter_checks(terms: Any) -> Any:
     return rebuild(terms)
 
 
-def _clip(terms: Any, lower: float, upper: float) -> Any:
+def _clip(terms: Any, lower: float, upper: float, malformed: Any = None) -> Any:
+    """``terms`` clipped into ``[lower, upper]``, NaN to ``lower``; with ``malformed`` (a mask over the observed
+    values), the terms holding a malformed value are ``lower`` too. The clip stays the top of the graph (the
+    sensitivity proof checks it)."""
     import pytensor.tensor as pt
 
     terms = _without_parameter_checks(terms)
-    return pt.clip(pt.switch(pt.isnan(terms), lower, terms), lower, upper)
+    terms = pt.switch(pt.isnan(terms), lower, terms)
+    if malformed is not None:
+        terms = pt.switch(_malformed_terms(malformed, terms), lower, terms)
+    return pt.clip(terms, lower, upper)
 
 
 def _inner_rv(op: Any, inputs: Any) -> Any:
@@ -301,7 +349,10 @@ def clip_loglik(model: Any = None, lower: float = -10.0, upper: float = 0.0) -> 
     ``upper`` at or above its maximum (0 for discrete likelihoods, whose terms are ≤ 0).
 
     Every observed variable is clipped: an unclipped one would leave the sensitivity
-    unbounded.
+    unbounded. A NaN or infinite observed value (a missing or malformed record) is not
+    refused: the term it would enter is the constant ``lower``, so that record's
+    contribution does not depend on the data; a value outside the likelihood's support
+    has a term of −∞, clipped to ``lower`` as well.
 
     Parameters
     ----------

@@ -38,7 +38,7 @@ from ..accounting.curator import curator_report
 from ..families import ClippedRecordsWarning
 from ..accounting import LedgerEntry, PrivacyLedger
 from ..accounting.event_types import LaplaceEvent
-from ..accounting.validation import RecordValueError, check_epsilon
+from ..accounting.validation import check_epsilon
 from ..mechanisms.logistic_regression import REPLACE_ONLY, NoisyGradientRun, _positive, noisy_gradient_logistic
 from ..mechanisms.second_moment import noisy_second_moment
 
@@ -248,6 +248,21 @@ def _box(given: Any, name: str, covariates: int, has_intercept: bool) -> tuple[n
     return lo, hi
 
 
+def _repair_records(labels: np.ndarray, design: np.ndarray, lower: np.ndarray,
+                    upper: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Labels and design rows with every malformed record replaced by the default record, and how many were.
+
+    A record (label and covariate row) is malformed when its label is not 0 or 1 or a covariate is NaN or
+    infinite. It is not refused (a refusal would say that some record is malformed): it becomes the record with
+    label 0 and the middle of the declared box as covariates. That is a function of the record alone and lies
+    inside the box, so its gradient term obeys the same bound as any clipped record's and the sensitivity holds.
+    """
+    with np.errstate(invalid="ignore"):
+        bad = ~((labels == 0) | (labels == 1)) | ~np.all(np.isfinite(design), axis=1)
+    middle = lower / 2 + upper / 2
+    return np.where(bad, 0.0, labels), np.where(bad[:, None], middle, design), int(bad.sum())
+
+
 def _public_rows(features: Any, lower: np.ndarray, upper: np.ndarray, has_intercept: bool, d: int) -> np.ndarray:
     from ..accounting.validation import check_finite_array
 
@@ -304,16 +319,19 @@ def plan_logistic_privatization(
             f"{'; '.join(why)}. It takes pm.Bernoulli with logit_p (or p = invlogit of) a sum of X @ beta, b * x "
             "and scalar terms, X a NumPy array or pm.Data with one row per record (or columns of one)."
         )
-    if not np.all((labels == 0) | (labels == 1)):
-        raise RecordValueError(f"observed variable {rv.name!r} holds values other than 0 and 1; nothing was spent.")
     bounds = dict(bounds or {})
     unknown = sorted(set(bounds) - {rv.name})
     if unknown:
         raise ValueError(f"bounds names {unknown}, which are not the private observed variable {rv.name!r}.")
     d = predictor.design.shape[1]
     lower, upper = _box(bounds.get(rv.name), rv.name, predictor.covariates, predictor.has_intercept)
-    design = np.clip(predictor.design, lower, upper)
-    clipped = int(np.any(design != predictor.design, axis=1).sum())
+    labels, rows, malformed = _repair_records(labels, predictor.design, lower, upper)
+    if malformed:
+        curator_report(f"{malformed} record(s) of {rv.name!r} had a label other than 0 and 1 or a NaN or infinite "
+                       "covariate and were replaced by the default record (label 0, the middle of the bounds) (the "
+                       "count is for the curator only: it is not released).", ClippedRecordsWarning, stacklevel=4)
+    design = np.clip(rows, lower, upper)
+    clipped = int(np.any(design != rows, axis=1).sum())
     if clipped:
         curator_report(f"{clipped} design row(s) of {rv.name!r} were outside the declared bounds and were clipped "
                        "into them (the count is for the curator only: it is not released).", ClippedRecordsWarning,

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..accounting.curator import curator_report
 from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
-from ..accounting.validation import RecordValueError, check_epsilon
+from ..accounting.validation import check_epsilon
 from ._graph import random_variables_in
 from .loglik_clip import clip_loglik, loglik_clip_of
 
@@ -99,60 +99,74 @@ def temper(model: Any = None, temperature: float = 1.0, *, part: str = "likeliho
     return tempered
 
 
-def _clipped_values(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """The observed records clipped into their bounds (only variables with clipped records) and the counts.
+def _clipped_values(
+    model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]
+) -> tuple[dict[str, np.ndarray], dict[str, int], dict[str, int]]:
+    """The observed records repaired and clipped into their bounds (only variables with records changed), the
+    numbers clipped and the numbers of malformed records replaced.
 
-    Records outside the family's support are an error (nothing is clipped then).
+    A malformed record (NaN, infinite, outside the family's support) is replaced by the family's default record
+    (:meth:`~pymc_dp.families.Family.repair`), never refused: see there why the sensitivity still holds.
     """
     from .privatize_model import _observed_records
 
     new_values: dict[str, np.ndarray] = {}
     clipped: dict[str, int] = {}
+    replaced: dict[str, int] = {}
     for rv in model.observed_RVs:
         if rv.name not in families:
             continue
         family, bounds = families[rv.name]
         records = np.asarray(_observed_records(model, rv))
         flat = records.reshape(records.shape[0], -1) if records.ndim > 1 else records
-        bad = np.asarray(family.invalid(flat))
-        if bad.any():
-            raise RecordValueError(
-                f"observed variable {rv.name!r}: some records lie outside the support of the "
-                f"{family.name} likelihood (NaN, infinite, or impossible values); fix or drop them first."
-            )
-        if not bounds:
-            continue
-        values, mask = family.clip(flat, bounds)
-        count = int(np.asarray(mask).sum())
+        values, malformed = family.repair(flat.astype(float), bounds)
+        mask = np.zeros(flat.shape[0], dtype=bool)
+        if bounds:
+            values, mask = family.clip(values, bounds)
+        count, bad = int(np.asarray(mask).sum()), int(np.asarray(malformed).sum())
         if count:
             clipped[rv.name] = count
+        if bad:
+            replaced[rv.name] = bad
+        if count or bad:
             new_values[rv.name] = np.asarray(values, dtype=records.dtype).reshape(records.shape)
-    return new_values, clipped
+    return new_values, clipped, replaced
 
 
 def records_outside_bounds(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> dict[str, int]:
-    """``{observed variable: number of records outside its declared bounds}`` (only variables with some)."""
-    return _clipped_values(model, families)[1]
+    """``{observed variable: number of records outside its declared bounds or malformed}`` (only variables with some)."""
+    _, clipped, replaced = _clipped_values(model, families)
+    return {n: clipped.get(n, 0) + replaced.get(n, 0) for n in {**clipped, **replaced}}
 
 
 def clip_records(model: Any, families: Mapping[str, tuple[Any, Mapping[str, Any]]]) -> tuple[Any, dict[str, int]]:
-    """A copy of ``model`` whose observed records are clipped into their declared bounds.
+    """A copy of ``model`` whose observed records are repaired and clipped into their declared bounds.
 
-    ``families`` maps observed variable names to ``(family, checked bounds)``. Records
-    outside the family's support are an error (nothing is clipped then); records
-    outside the bounds are clipped, counted, and reported in a
-    :class:`~pymc_dp.families.ClippedRecordsWarning`. Returns the copy and the counts.
+    ``families`` maps observed variable names to ``(family, checked bounds)``. A malformed
+    record (NaN, infinite, outside the family's support: a Poisson −1, a Bernoulli 0.5) is
+    replaced by the family's default record inside the bounds
+    (:meth:`~pymc_dp.families.Family.repair`), never refused (a refusal would say that some
+    record is malformed); records outside the bounds are clipped. Both are counted and
+    reported to the curator only (:class:`~pymc_dp.families.ClippedRecordsWarning` inside
+    :func:`~pymc_dp.curator_reports`). Returns the copy and the numbers clipped.
     """
     import pytensor.tensor as pt
     from pymc.model.fgraph import ModelObservedRV
 
     from ..families import ClippedRecordsWarning
 
-    new_values, clipped = _clipped_values(model, families)
+    new_values, clipped, replaced = _clipped_values(model, families)
     if clipped:
         curator_report(
             "records outside the declared bounds were clipped to them: "
             + ", ".join(f"{n!r}: {c}" for n, c in clipped.items()),
+            ClippedRecordsWarning,
+            stacklevel=3,
+        )
+    if replaced:
+        curator_report(
+            "records that were NaN, infinite or outside the support of their likelihood were replaced by its default "
+            "record: " + ", ".join(f"{n!r}: {c}" for n, c in replaced.items()) + " (not released)",
             ClippedRecordsWarning,
             stacklevel=3,
         )

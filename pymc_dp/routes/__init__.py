@@ -33,6 +33,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..accounting import PrivacyLedger
+from ..model.missing import restore_missing
 from ..trace.release import group_level_assumption
 from .base import Ran, RoutePlan, check_plan_keywords, check_request, execute, quiet_logs
 from .gibbs import GibbsPlan, GibbsRun, plan_gibbs, plan_gibbs_run
@@ -135,6 +136,9 @@ def _plan_route(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, 
     except TypeError:
         raise ValueError("pmdp.sample needs a model: call it inside `with model:` or pass model=. Nothing was "
                          "spent.") from None
+    # PyMC's imputation of missing values undone: one observed variable with NaN where a value is missing, which
+    # every route treats as a malformed record (nothing refuses or branches on whether one is missing).
+    model = restore_missing(model)
     if isinstance(method, str) and method == "auto":
         route_options = {k: keywords.pop(k) for k in list(keywords) if k in _ALL_OPTIONS}
         check_request(model, draws, keywords)

@@ -16,8 +16,10 @@ nothing). :func:`execute` then does the rest the same way for every route:
    depends on the data (:func:`pymc_dp.trace.check_released_variables`).
 
 The checks every route shares before anything is spent live here too:
-:func:`check_request` (missing values, ``pm.sample`` keywords, steps built on another
-model).
+:func:`check_request` (observed dtypes, ``pm.sample`` keywords, steps built on another
+model). Missing values are not refused: PyMC's imputation is undone first
+(:func:`pymc_dp.model.missing.restore_missing`) and every route treats a NaN as a
+malformed record.
 """
 
 from __future__ import annotations
@@ -231,14 +233,14 @@ def _observed_value(model: Any, rv: Any) -> Any:
     return None
 
 
-def check_no_missing_values(model: Any) -> None:
-    """Refuse a model whose observed data has missing values, before anything is spent.
+def check_observed_dtypes(model: Any) -> None:
+    """Refuse observed data that are not numbers (text, objects), before anything is spent.
 
-    PyMC imputes missing observations with a free variable of one entry per missing
-    record; its shape alone says how many records are missing, which no ε covers.
+    The refusal depends on the declared dtype of a whole column, never on a record's
+    value. Missing values are not refused (that would say some are missing): the model
+    reaches the routes through :func:`pymc_dp.model.missing.restore_missing`, which undoes
+    PyMC's imputation, and each route treats a NaN as a malformed record.
     """
-    imputed = imputed_variables(model)
-    missing = {}
     for rv in model.observed_RVs:
         value = _observed_value(model, rv)
         if value is not None and value.dtype.kind not in "biufc":
@@ -247,17 +249,10 @@ def check_no_missing_values(model: Any) -> None:
                 "convert text or objects to numbers: convert them explicitly (e.g. np.asarray(y, dtype=float)) "
                 "once you have checked them. Nothing was spent."
             )
-        if value is not None and value.dtype.kind in "fc" and (np.ma.is_masked(value) or np.isnan(value).any()):
-            missing[rv.name] = "NaN or masked entries"
-    missing.update({obs.removesuffix("_observed"): "imputed by PyMC: NaN or masked entries" for obs in imputed.values()})
-    if missing:
-        raise ValueError(
-            "observed data with missing values cannot be released privately: "
-            + "; ".join(f"{k!r} ({v})" for k, v in missing.items())
-            + ". PyMC would impute them with a free variable of one entry per missing record, and its shape alone "
-            "tells how many records are missing. Drop the incomplete records (or impute them yourself, before the "
-            "model, and account for that) and pass complete data; nothing was spent."
-        )
+    imputed = imputed_variables(model)
+    if imputed:  # pragma: no cover - restore_missing undid every imputation (or said why it cannot)
+        raise ValueError(f"the model still holds PyMC's imputation of missing values ({sorted(imputed)}); pass it "
+                         "through pmdp.sample, which undoes it. Nothing was spent.")
 
 
 def check_step_model(keywords: Mapping[str, Any], sampled_is_copy: bool, method: str, how: str) -> None:
@@ -306,10 +301,14 @@ def check_observed_values(model: Any) -> None:
 
 
 def check_request(model: Any, draws: Any, keywords: Mapping[str, Any]) -> None:
-    """The checks every route makes before it plans: keywords, sampling arguments, missing values, observed values."""
+    """The checks every route makes before it plans: keywords, sampling arguments, observed dtypes and values.
+
+    ``model`` is the one the routes plan on, with PyMC's imputation of missing values
+    undone (:func:`pymc_dp.model.missing.restore_missing`).
+    """
     check_pm_sample_keywords(keywords)
     check_sampling_arguments(draws, keywords)
-    check_no_missing_values(model)
+    check_observed_dtypes(model)
     check_observed_values(model)
 
 

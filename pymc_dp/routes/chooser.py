@@ -19,10 +19,13 @@ validates the whole request and prices it, spending nothing — runs, and every 
 entry it records says which route ran and that it was chosen automatically. If none
 plans, one message lists, route by route, what it would need for this model.
 
-The choice is made from the model's structure and the declarations: a refusal caused
-by the records' values (:class:`~pymc_dp.accounting.validation.RecordValueError`,
-e.g. a record outside its family's support) stops the choice there, so which route
-ran never depends on the data.
+The choice is made from the model's structure and the declarations only, so which
+route ran never depends on the data: no route refuses because of the records' values.
+A malformed record (NaN, infinite, outside its likelihood's support) is replaced by its
+family's default record, given a constant clipped log-likelihood term, or left out of
+its block, depending on the route, and counted for the curator only (see the threat
+model's "Malformed records"); PyMC's imputation of missing values is undone first
+(:func:`pymc_dp.model.missing.restore_missing`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ..accounting import LedgerEntry, PrivacyLedger
-from ..accounting.validation import RecordValueError
 from .base import Ran, RoutePlan
 from .options import ROUTE_OPTIONS
 
@@ -99,8 +101,6 @@ def choose_route(
         options = cls(**{k: v for k, v in given.items() if k in own})
         try:
             plan = planners[method](model, draws, epsilon, options, ledger, neighbouring, dict(keywords))
-        except RecordValueError:
-            raise
         except ValueError as err:
             refusals[method] = str(err)
             continue

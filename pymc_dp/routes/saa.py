@@ -33,6 +33,15 @@ approximation, and the ledger says so: it is a point estimate with an honest err
 bar, not a posterior — skew, multimodality and correlations between parameters are
 not represented (each coordinate is approximated independently).
 
+**Malformed records are not refused** (a refusal would say that some record is
+malformed). A record with a NaN or infinite observed value, or whose log-likelihood is
+not finite at the model's initial point (a value outside the likelihood's support: a
+Poisson −1), is left out of its block's fit; a block whose fit fails anyway on its
+records (PyMC's ``SamplingError``, a floating-point or linear-algebra error, an estimate
+that is not finite) counts as the midpoint of the declared ranges.
+Both are functions of one block alone, so one record still changes one clipped
+estimate and the sensitivity holds; how many goes to the curator only.
+
 Variables whose shape depends on the records (per-record latents) cannot be
 aggregated and are not released. Only replace-one neighbouring is supported (N is
 public; adding a record would move the block boundaries).
@@ -49,8 +58,9 @@ import xarray as xr
 
 from .. import _compat
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
+from ..accounting.curator import curator_report
 from ..accounting.validation import check_epsilon, check_finite_number
-from ..families.privatize import PUBLIC_N
+from ..families.privatize import PUBLIC_N, ClippedRecordsWarning
 from ..mechanisms.laplace import laplace_mechanism
 from ..model._graph import data_leaves, describe_leaf, dim_lengths
 from ..model.records import per_record_leaves
@@ -211,6 +221,29 @@ def _record_sizes(fg: Any, records: int, size: int) -> dict[Any, Any]:
     return out
 
 
+def malformed_records(model: Any, records: int) -> np.ndarray:
+    """Per-record mask of the records a block's fit leaves out: a NaN or infinite observed value, or a
+    log-likelihood term that is not finite at the model's (public) initial point — a value outside the
+    likelihood's support. Each is a function of that record's row alone (and public things)."""
+    from ..model.privatize_model import _observed_records
+
+    bad = np.zeros(records, dtype=bool)
+    for rv in model.observed_RVs:
+        values = np.asarray(_observed_records(model, rv))
+        if values.dtype.kind in "fc" and values.ndim and values.shape[0] == records:
+            bad |= ~np.isfinite(values.reshape(records, -1)).all(axis=1)
+    try:
+        terms = model.compile_fn(model.logp(vars=list(model.observed_RVs), sum=False), inputs=model.value_vars,
+                                 on_unused_input="ignore")(model.initial_point())
+    except Exception:  # noqa: BLE001 - the check is an accuracy aid: without it a failing block counts as its midpoint
+        return bad
+    for term in terms:
+        term = np.asarray(term)
+        if term.ndim and term.shape[0] == records:
+            bad |= ~np.isfinite(term.reshape(records, -1)).all(axis=1)
+    return bad
+
+
 def _blocks(records: int, k: int, contiguous: bool, rng: np.random.Generator) -> list[np.ndarray]:
     order = np.arange(records) if contiguous else rng.permutation(records)
     return [np.sort(part) for part in np.array_split(order, k)]
@@ -279,8 +312,6 @@ class SAARun(RoutePlan):
         return f"a subsample-and-aggregate estimate over {self.blocks} blocks (method='saa')"
 
     def _fit_blocks(self) -> dict[str, np.ndarray]:
-        import pymc as pm
-
         # The partition is data-independent: its randomness protects nothing, it only
         # keeps sorted records (by group, by time) from making the blocks unlike each other.
         seed = self.noise_rng if isinstance(self.noise_rng, (int, np.integer, np.random.Generator)) else None
@@ -294,16 +325,52 @@ class SAARun(RoutePlan):
         seeds = _block_seeds(self.pm_kwargs.get("random_seed"), len(partition))
         bar = ProgressLine("subsample and aggregate", len(partition), self.pm_kwargs.get("progressbar", True),
                            unit="blocks fitted")
+        left_out = malformed_records(self.model, _record_count(self.model))
+        middle = {name: (lo + hi) / 2 for name, (lo, hi) in self.ranges.items()}
+        failed: list[str] = []
         for b, rows in enumerate(partition):
+            estimate = self._fit_block(rows[~left_out[rows]], seeds[b], kwargs, failed)
+            bar.advance()
+            for name in self.ranges:
+                value = middle[name] if estimate is None else estimate[name]
+                estimates[name].append(value)
+        if left_out.any() or failed:
+            curator_report(
+                f"subsample and aggregate: {int(left_out.sum())} record(s) with a NaN, infinite or impossible value "
+                f"were left out of their block's fit, and {len(failed)} block fit(s) failed "
+                f"({', '.join(sorted(set(failed))) or 'none'}) and count as the midpoint of the ranges (not released).",
+                ClippedRecordsWarning, stacklevel=4,
+            )
+        return {name: np.stack(values) for name, values in estimates.items()}
+
+    def _fit_block(self, rows: np.ndarray, seed: Any, kwargs: Mapping[str, Any], failed: list[str]) -> dict | None:
+        """The block's posterior means, or None (and the failure's type noted) if its fit fails on its records: a
+        function of the block alone either way, so whether it fails is never said outside the curator's report.
+
+        Failures the records can cause are caught (PyMC's ``SamplingError`` — a start where the log density is not
+        finite —, floating-point and linear-algebra errors); anything else (a keyword ``pm.sample`` rejects, an
+        interruption) fails alike on every block and propagates.
+        """
+        import pymc as pm
+        from pymc.exceptions import SamplingError
+
+        if rows.size == 0:
+            failed.append("no well-formed record")
+            return None
+        try:
             part = block_model(self.model, rows, self.leaves)
             initvals = _initvals_for(part, self.pm_kwargs.get("initvals"), self.ranges)
-            trace = pm.sample(self.draws, model=part, random_seed=seeds[b], initvals=initvals, progressbar=False,
+            trace = pm.sample(self.draws, model=part, random_seed=seed, initvals=initvals, progressbar=False,
                               **kwargs)
-            bar.advance()
-            posterior = _compat.get_group(trace, "posterior")
-            for name in self.ranges:
-                estimates[name].append(np.asarray(posterior[name].mean(("chain", "draw")).values, dtype=float))
-        return {name: np.stack(values) for name, values in estimates.items()}
+        except (SamplingError, ArithmeticError, np.linalg.LinAlgError) as err:  # caused by the block's records
+            failed.append(type(err).__name__)
+            return None
+        posterior = _compat.get_group(trace, "posterior")
+        out = {name: np.asarray(posterior[name].mean(("chain", "draw")).values, dtype=float) for name in self.ranges}
+        if not all(np.all(np.isfinite(v)) for v in out.values()):
+            failed.append("estimate not finite")
+            return None
+        return out
 
     def run(self) -> Ran:
         estimates = self._fit_blocks()

@@ -120,15 +120,20 @@ class PrivateStep:
     def _sensitivity(
         model: Any, names: Sequence[str], bounds: Mapping[str, Any] | None, neighbouring: str
     ) -> LoglikSensitivity:
-        """Δ of the conditional of ``names``; refuses records outside the declared bounds."""
+        """Δ of the conditional of ``names``; refuses a model with records outside the declared bounds or the support.
+
+        A step built by hand runs on the model as it is and cannot change its records, so
+        such a model is refused: a stated limitation (the refusal says that some record lies
+        outside; it never says how many or which variable). ``pmdp.sample(method="gibbs")``
+        repairs and clips the records of its copy first and refuses nothing for their values.
+        """
         report = loglik_sensitivity(model, bounds=bounds, wrt=list(names), neighbouring=neighbouring)
         outside = records_outside_bounds(model, {n: (f, report.bounds[n]) for n, f in report.families.items()})
         if outside:
             raise ValueError(
-                "records lie outside the declared bounds ("
-                + ", ".join(f"{n!r}: {c}" for n, c in outside.items())
-                + "), so the sensitivity would not hold. Clip them into the bounds first, or sample with "
-                "pmdp.sample(method='gibbs', bounds=...), which clips and reports them."
+                "some records lie outside the declared bounds or the support of their likelihood, so the sensitivity "
+                "would not hold for a step built on this model. Sample with pmdp.sample(method='gibbs', bounds=...), "
+                "which replaces and clips them in its copy (counted for the curator only), or clip them yourself first."
             )
         return report
 
