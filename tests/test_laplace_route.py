@@ -123,7 +123,7 @@ def test_a_failure_on_any_variable_spends_nothing(records):
     with pm.Model() as model:
         p = pm.Beta("p", 1, 1)
         pm.Bernoulli("a", p=p, observed=records)
-        pm.Bernoulli("b", p=p, observed=np.array([0, 1, 2]))  # 2 is not a Bernoulli value
+        pm.Poisson("b", mu=10 * p, observed=np.array([0, 1, 2]))  # a Poisson needs its bound: none declared
     with pytest.raises(ValueError, match="'b'"):
         pmdp.privatize_model(model, 1.0, ledger=ledger)
     assert len(ledger) == 0

@@ -129,3 +129,17 @@ def _regression_free(y):
         sigma = pm.HalfNormal("sigma", 2)
         pm.Normal("y", mu, sigma, observed=y)
     return model
+
+
+def test_privatize_model_counts_a_missing_value_as_a_record_of_the_default_value():
+    # pmdp.privatize_model directly (not through pmdp.sample): N stays the number of records, the missing value
+    # is the family's default record, and the record-free model holds no imputed variable.
+    y = np.random.default_rng(4).normal(0.5, 1.0, 25)
+    odd = y.copy()
+    odd[7] = np.nan
+    model = _imputed(lambda: _regression_free(odd))
+    with pytest.warns(pmdp.families.ClippedRecordsWarning, match="1 of 25 record"):
+        private = pmdp.privatize_model(model, 1.0, bounds={"y": {"x": (-4.0, 4.0)}}, rng=0)
+    (stats,) = private.statistics.values()
+    assert stats.n == 25
+    assert [v.name for v in private.model.free_RVs] == ["mu", "sigma"]

@@ -542,11 +542,16 @@ def plan_privatization(
     bounds, the statistics, the noise-aware choice, and the record-free rebuild itself
     (run once on placeholder statistics that read no records, so a model the rebuild
     refuses — e.g. a ``pm.Data`` container in a prior — is refused before any noise is
-    drawn). See :func:`privatize_model` for the arguments.
+    drawn). See :func:`privatize_model` for the arguments. PyMC's imputation of missing
+    values is undone first (:func:`pymc_dp.model.missing.restore_missing`): a missing
+    value is a malformed record, replaced by its family's default record.
     """
+    from .missing import restore_missing
+
     if epsilon is None:
         raise ValueError("pass epsilon=, the total privacy budget to spend on the model's observed data.")
     eps = check_epsilon(epsilon)
+    model = restore_missing(model)
     public_names = _check_public(model, public)
     if not [rv for rv in model.observed_RVs if rv.name not in public_names]:
         raise ValueError(
