@@ -20,7 +20,6 @@ import pymc_dp as pmdp
 @pytest.mark.parametrize(
     "call, argument",
     [
-        (lambda: pmdp.privatize(["1", "0", "1"], "bernoulli", epsilon=1.0), "data"),
         (lambda: pmdp.privatize(np.array(["1.5", "2.0"]), "normal", epsilon=1.0, bounds={"x": (0, 5)}), "data"),
         (lambda: pmdp.privatize(np.array([1.5, 2.0]), "normal", epsilon=1.0, bounds={"x": ("0", "5")}), r"bounds\['x'\]"),
         (lambda: pmdp.privatize(np.array([1, 0]), "bernoulli", epsilon="1"), "epsilon"),
@@ -31,6 +30,14 @@ def test_strings_are_refused_naming_the_argument_never_converted(call, argument)
     with pytest.raises(ValueError, match=f"{argument}.*(string|strings)") as err:
         call()
     assert "convert explicitly" in str(err.value)
+
+
+def test_text_in_a_list_of_records_is_a_malformed_record_never_converted():
+    # A list has no declared type: NumPy would type it by its entries, so a refusal would follow the records.
+    # Each string is read as what it is, not a number: a malformed record, replaced by the default record 0.
+    with pytest.warns(pmdp.families.ClippedRecordsWarning, match="2 of 3 record"):
+        got = pmdp.privatize(["1", 1, "1"], "bernoulli", epsilon=1.0, rng=0)
+    assert np.array_equal(got.noisy, pmdp.privatize([0, 1, 0], "bernoulli", epsilon=1.0, rng=0).noisy)
 
 
 def _normal_model():

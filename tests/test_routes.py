@@ -476,16 +476,17 @@ def test_target_accept_goes_through_to_the_sampler():
     assert pmdp.ledger(idata).total().epsilon == pytest.approx(2.0)
 
 
-def test_privatize_refuses_masked_records():
-    with pytest.raises(ValueError, match="masked array with masked entries"):
-        pmdp.privatize(np.ma.masked_array([0, 1, 1, 0, 1], [0, 1, 0, 0, 1]), "bernoulli", epsilon=1.0)
-
-
-def test_privatize_refuses_masked_dask_records():
+def test_privatize_reads_masked_records_as_malformed_not_refused():
+    # A masked entry is a missing record: refusing would say that one is missing. It is replaced by the family's
+    # default record (0 here), NumPy or Dask, and only the curator hears how many.
     da = pytest.importorskip("dask.array")
-    masked = da.ma.masked_array(da.from_array(np.array([0, 1, 1, 0])), mask=da.from_array(np.array([0, 1, 0, 0], bool)))
-    with pytest.raises(ValueError, match="masked Dask array"):
-        pmdp.privatize(masked, "bernoulli", epsilon=1.0)
+    values, mask = np.array([0, 1, 1, 0, 1]), np.array([0, 1, 0, 0, 1], bool)
+    lazy = da.ma.masked_array(da.from_array(values, chunks=2), mask=da.from_array(mask, chunks=2))
+    for records in (np.ma.masked_array(values, mask), lazy):
+        with pytest.warns(pmdp.families.ClippedRecordsWarning, match="2 of 5 record"):
+            got = pmdp.privatize(records, "bernoulli", epsilon=1.0, rng=0)
+        want = pmdp.privatize(np.where(mask, 0, values), "bernoulli", epsilon=1.0, rng=0)
+        assert np.array_equal(got.noisy, want.noisy)
 
 
 def test_the_gibbs_route_counts_its_draws_on_a_line_of_its_own(capfd):

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..accounting.validation import CONVERT_EXPLICITLY, check_numeric_array
+from ..accounting.validation import CONVERT_EXPLICITLY, _is_number_type, check_numeric_array
 
 __all__ = ["as_array", "is_dask", "compute", "n_records"]
 
@@ -28,18 +28,26 @@ def as_array(data: Any, name: str = "data") -> Any:
 
     pandas Series/DataFrames become NumPy arrays; Dask DataFrames/Series become Dask
     arrays with known chunk lengths. Anything else goes through ``np.asarray``.
-    Records must be numbers (booleans count as 0/1): strings, None, dates, complex
-    values and other objects are a ValueError naming ``name``
-    (:func:`~pymc_dp.accounting.validation.check_numeric_array`), never converted.
+    Records are numbers (booleans count as 0/1); nothing is converted from text.
+
+    What is refused depends on the data's declared type as a whole, never on one
+    record's value: an array typed as text, dates or complex numbers (a ValueError naming
+    ``name``, :func:`~pymc_dp.accounting.validation.check_numeric_array`), a pandas text
+    or categorical column, a Dask array of such a dtype. Where the type follows the records
+    — a list or pandas column mixing numbers with None, ``pd.NA`` or text (an object
+    array), an integer beyond the double range, a masked entry — the records are read
+    entry by entry: an entry that is not a number, or masked, becomes NaN, a malformed
+    record that :func:`~pymc_dp.families.privatize` replaces by the family's default
+    record (counted for the curator only), and one beyond the double range ±∞. A
+    refusal there would say, for free, that some record is malformed.
     """
     if is_dask(data):
         if hasattr(data, "to_dask_array"):  # dask DataFrame / Series
             data = data.to_dask_array(lengths=True)
-        if isinstance(getattr(data, "_meta", None), np.ma.MaskedArray):
-            raise ValueError(
-                f"{name} is a masked Dask array: missing values cannot be privatised (how many are missing is itself "
-                "private). Drop the incomplete records and pass complete data."
-            )
+        if isinstance(getattr(data, "_meta", None), np.ma.MaskedArray):  # masked entries: NaN, chunk by chunk
+            import dask.array as da
+
+            data = da.ma.filled(data.astype(float), np.nan)
         if np.dtype(data.dtype).kind not in "biuf":  # checked by dtype: the chunks stay where they are
             raise ValueError(
                 f"{name} must be numeric records, got a Dask array of dtype {data.dtype} (strings, objects, dates "
@@ -47,17 +55,55 @@ def as_array(data: Any, name: str = "data") -> Any:
             )
         return data.astype(float)
     if hasattr(data, "to_numpy") and callable(data.to_numpy):  # pandas
+        dtypes = data.dtypes if hasattr(data, "dtypes") and not hasattr(data, "dtype") else [data.dtype]
+        declared = [str(t) for t in dtypes if str(t).startswith("string") or str(t) == "category"]
+        if declared:
+            raise ValueError(f"{name} must be numeric records, got a pandas column of dtype {declared[0]}. "
+                             f"{CONVERT_EXPLICITLY}")
         data = data.to_numpy()
+    mask = None
     if np.ma.isMaskedArray(data):
-        if np.ma.getmaskarray(data).any():
-            raise ValueError(
-                f"{name} is a masked array with masked entries: missing values "
-                "cannot be privatised (how many are missing is itself private, and the values under the mask are "
-                "not records). Drop the incomplete records and pass complete data."
-            )
+        mask = np.ma.getmaskarray(data)
         data = np.ma.getdata(data)
-    # strings, None, dates, complex values and other objects are refused, not coerced
-    return check_numeric_array(data, name).astype(float, copy=False)
+    if not isinstance(data, np.ndarray):
+        inferred = np.asarray(data) if not isinstance(data, (list, tuple)) else _infer(data)
+        data = inferred
+    if data.dtype.kind == "O":  # the type follows the records: entry by entry
+        data = _entry_by_entry(data)
+    if data.dtype.kind in "US":  # an array typed as text: refused by its type, quoting no record
+        raise ValueError(f"{name} must be numeric records, got an array of strings (dtype {data.dtype}). {CONVERT_EXPLICITLY}")
+    # arrays typed as dates or complex numbers are refused, whatever their values
+    out = check_numeric_array(data, name).astype(float, copy=False)
+    if mask is not None and mask.any():
+        out = np.where(mask, np.nan, out)
+    return out
+
+
+def _infer(data: Any) -> np.ndarray:
+    """A list's array, as an object array when NumPy would turn it into text because of some entries."""
+    arr = np.asarray(data)
+    if arr.dtype.kind in "US":
+        try:
+            obj = np.asarray(data, dtype=object)
+        except ValueError:  # pragma: no cover - ragged: as NumPy made it
+            return arr
+        if obj.shape == arr.shape:
+            return obj
+    return arr
+
+
+def _entry_by_entry(arr: np.ndarray) -> np.ndarray:
+    """Floats from an object array: numbers as themselves (±∞ beyond the double range), anything else NaN."""
+
+    def value(v: Any) -> float:
+        if not _is_number_type(type(v), True):
+            return np.nan
+        try:
+            return float(v)
+        except OverflowError:  # an integer beyond the double range
+            return np.inf if v > 0 else -np.inf
+
+    return np.asarray([value(v) for v in arr.reshape(-1)], dtype=float).reshape(arr.shape)
 
 
 def compute(*exprs: Any) -> tuple[np.ndarray, ...]:
