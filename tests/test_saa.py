@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -125,16 +127,20 @@ def _spent(ledger):
             for e in ledger.entries]
 
 
-def test_auto_never_lets_record_values_choose_the_route():
-    # A count below zero neither stops the choice (that would say some record is malformed) nor changes it: the
-    # Laplace route runs on the record replaced by the family's default record 0, exactly as on the neighbour
-    # holding a 0 there, and the count goes to the curator only.
+@pytest.mark.parametrize("odd", [-1.0, np.nan], ids=["minus_one", "missing"])
+def test_auto_never_lets_record_values_choose_the_route(odd):
+    # A count below zero or a missing count neither stops the choice (that would say some record is malformed)
+    # nor changes it: the Laplace route runs on the record replaced by the family's default record 0, exactly as
+    # on the neighbour holding a 0 there, and the count goes to the curator only.
     values = np.array([1, 2, 3, 3] * 5)
-    bad = values.copy()
-    bad[2] = -1
+    bad = values.astype(float)
+    bad[2] = odd
     ours, theirs = pmdp.PrivacyLedger(), pmdp.PrivacyLedger()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyMC's ImputationWarning, its cast of the NaN
+        model = _counts(bad)
     with pytest.warns(pmdp.families.ClippedRecordsWarning, match="1 of 20 record"):
-        got = pmdp.sample(50, epsilon=1.0, model=_counts(bad), bounds={"c": {"upper": 20}}, ledger=ours,
+        got = pmdp.sample(50, epsilon=1.0, model=model, bounds={"c": {"upper": 20}}, ledger=ours,
                           noise_rng=0, random_seed=0, **QUIET)
     neighbour = values.copy()
     neighbour[2] = 0
