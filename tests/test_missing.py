@@ -61,6 +61,10 @@ def test_restore_missing_handles_counts_rows_mixtures_and_masked_data_containers
         with pm.Model() as mixture:
             pm.NormalMixture("q", pm.Dirichlet("w", np.ones(2)), mu=np.array([-1.0, 1.0]), sigma=1.0,
                              observed=np.array([0.1, np.nan, 1.0]))
+        with pm.Model() as table:  # one missing entry of a 2-D variable: PyMC indexes the parameters by nonzero()
+            grid = np.random.default_rng(0).normal(size=(4, 3))
+            grid[1, 1] = np.nan
+            pm.Normal("t", pm.Normal("mt", size=3), 1.0, observed=grid)
         with pm.Model() as container:
             d = pm.Data("d", np.zeros(4))
             pm.Normal("v", pm.Normal("m"), 1.0, observed=d)
@@ -71,6 +75,8 @@ def test_restore_missing_handles_counts_rows_mixtures_and_masked_data_containers
     assert [v.name for v in r.free_RVs] == ["p"] and (r.rvs_to_values[r["z"]].data[1] < 0).all()
     m = restore_missing(mixture)
     assert [v.name for v in m.free_RVs] == ["w"] and [v.name for v in m.observed_RVs] == ["q"]
+    t = restore_missing(table)
+    assert [v.name for v in t.free_RVs] == ["mt"] and t.rvs_to_values[t["t"]].data.shape == (4, 3)
     k = restore_missing(container)
     value = k["d"].get_value()
     assert not np.ma.isMaskedArray(value) and np.isnan(value[1])

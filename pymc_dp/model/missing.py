@@ -150,10 +150,9 @@ def _full_variable(name: str, observed_rv: Any, joined: Any) -> tuple[Any, np.nd
     full = []
     for param, core in zip(params, owner.op.ndims_params):
         node = param.owner
-        if node is not None and isinstance(node.op, AdvancedSubtensor) and len(node.inputs) == 2:
+        if node is not None and isinstance(node.op, AdvancedSubtensor):
             # PyMC indexed the parameter (broadcast to the variable's batch shape) by the observed entries
-            index = _const(node.inputs[1])
-            if index is None or index.shape != antimask.shape or not np.array_equal(index, antimask):
+            if not _indexes_observed(node, antimask):
                 raise refuse
             full.append(node.inputs[0])
         elif all(param.type.broadcastable[: param.type.ndim - core]):
@@ -166,6 +165,34 @@ def _full_variable(name: str, observed_rv: Any, joined: Any) -> tuple[Any, np.nd
     if len(static) != len(shape) or any(s is not None and s != t for s, t in zip(static, shape)):
         raise refuse
     return rv, antimask, shape
+
+
+def _indexes_observed(node: Any, antimask: np.ndarray) -> bool:
+    """Whether ``node`` (an AdvancedSubtensor PyMC built) picks the observed entries of its input: ``x[antimask]``,
+    or ``x[i_0, i_1, ...]`` with ``i_k`` the k-th part of ``antimask.nonzero()`` or 0 along a broadcast axis."""
+    from pytensor.tensor.basic import Nonzero
+
+    indices = node.inputs[1:]
+    if len(indices) == 1:
+        index = _const(indices[0])
+        return index is not None and index.shape == antimask.shape and bool(np.array_equal(index, antimask))
+    source = node.inputs[0]
+    if len(indices) != antimask.ndim:
+        return False
+    for axis, index in enumerate(indices):
+        owner = index.owner
+        if owner is not None and isinstance(owner.op, Nonzero):
+            mask = _const(owner.inputs[0])
+            if mask is None or not np.array_equal(mask, antimask) or owner.outputs.index(index) != axis:
+                return False
+            continue
+        while owner is not None and type(owner.op).__name__ == "TensorFromScalar":
+            index = owner.inputs[0]
+            owner = index.owner
+        value = _const(index)
+        if value is None or value.shape != () or int(value) != 0 or not source.type.broadcastable[axis]:
+            return False
+    return True
 
 
 def _joined_shape(outer: Any) -> tuple[int, ...] | None:
