@@ -24,7 +24,7 @@ route ran never depends on the data: no route refuses because of the records' va
 A malformed record (NaN, infinite, outside its likelihood's support) is replaced by its
 family's default record, given a constant clipped log-likelihood term, or left out of
 its block, depending on the route, and counted for the curator only (see the threat
-model's "Malformed records"); PyMC's imputation of missing values is undone first
+model's "Malformed and missing records"); PyMC's imputation of missing values is undone first
 (:func:`pymc_dp.model.missing.restore_missing`).
 """
 
