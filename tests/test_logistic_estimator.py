@@ -134,12 +134,9 @@ def test_a_refused_fit_charges_nothing_draws_nothing_and_keeps_the_last_fit():
     ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(1.0))
     clf = pmdp.PrivateLogisticRegression(epsilon=0.6, feature_l2_bound=1.0, ledger=ledger, rng=noise).fit(X, y)
     kept, draws = clf.coef_.copy(), noise.draws
-    bad_X = X.copy()
-    bad_X[3, 1] = np.nan
+    # Malformed records (a label 2, a NaN feature) are not refused (a refusal would say some record is malformed):
+    # test_hostile_input. What is refused here is public: shapes, and the budget.
     for args, error, message in (
-        ((X, y * 2), ValueError, "labels 0 or 1"),
-        ((X, y.astype(float) - 0.5), ValueError, "labels 0 or 1"),
-        ((bad_X, y), ValueError, "X has NaN or infinite entries"),
         ((X[:, 0], y), ValueError, r"reshape a single feature"),
         ((X, y[:-1]), ValueError, "one label per row"),
         ((X, y), pmdp.BudgetExceededError, None),  # 0.6 spent, 0.6 more does not fit in 1.0

@@ -24,6 +24,7 @@ __all__ = [
     "check_finite_array",
     "check_finite_number",
     "check_numeric_array",
+    "numbers_entry_by_entry",
     "check_mapping",
     "check_model_bounds",
     "check_interval",
@@ -290,6 +291,26 @@ def check_finite_array(value: object, name: str = "value", *, allow_bool: bool =
                "refusal is read by whoever runs the call.")
         )
     return arr
+
+
+def numbers_entry_by_entry(arr: np.ndarray) -> np.ndarray:
+    """Floats from an object array: numbers as themselves (±∞ beyond the double range), anything else NaN.
+
+    For records whose array type follows one record (a list mixing numbers with None or
+    text): such an entry becomes a malformed record for the caller to replace and count,
+    where refusing would say, for free, that some record is malformed.
+    """
+
+    def value(v: object) -> float:
+        if not _is_number_type(type(v), True):
+            return np.nan
+        try:
+            return float(v)  # type: ignore[arg-type]
+        except OverflowError:  # an integer beyond the double range
+            return np.inf if v > 0 else -np.inf  # type: ignore[operator]
+
+    return np.asarray([value(v) for v in np.asarray(arr, dtype=object).reshape(-1)], dtype=float).reshape(
+        np.shape(arr))
 
 
 # --------------------------------------------------------------------------- mappings and bounds

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..accounting.validation import CONVERT_EXPLICITLY, _is_number_type, check_numeric_array
+from ..accounting.validation import CONVERT_EXPLICITLY, check_numeric_array, numbers_entry_by_entry
 
 __all__ = ["as_array", "is_dask", "compute", "n_records"]
 
@@ -69,7 +69,7 @@ def as_array(data: Any, name: str = "data") -> Any:
         inferred = np.asarray(data) if not isinstance(data, (list, tuple)) else _infer(data)
         data = inferred
     if data.dtype.kind == "O":  # the type follows the records: entry by entry
-        data = _entry_by_entry(data)
+        data = numbers_entry_by_entry(data)
     if data.dtype.kind in "US":  # an array typed as text: refused by its type, quoting no record
         raise ValueError(f"{name} must be numeric records, got an array of strings (dtype {data.dtype}). {CONVERT_EXPLICITLY}")
     # arrays typed as dates or complex numbers are refused, whatever their values
@@ -90,20 +90,6 @@ def _infer(data: Any) -> np.ndarray:
         if obj.shape == arr.shape:
             return obj
     return arr
-
-
-def _entry_by_entry(arr: np.ndarray) -> np.ndarray:
-    """Floats from an object array: numbers as themselves (±∞ beyond the double range), anything else NaN."""
-
-    def value(v: Any) -> float:
-        if not _is_number_type(type(v), True):
-            return np.nan
-        try:
-            return float(v)
-        except OverflowError:  # an integer beyond the double range
-            return np.inf if v > 0 else -np.inf
-
-    return np.asarray([value(v) for v in arr.reshape(-1)], dtype=float).reshape(arr.shape)
 
 
 def compute(*exprs: Any) -> tuple[np.ndarray, ...]:

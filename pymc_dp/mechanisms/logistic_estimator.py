@@ -142,7 +142,7 @@ class PrivateLogisticRegression:
         self.intercept_scaling = intercept_scaling
         self.ledger = ledger
         self.rng = rng
-        self._validate()
+        self._check_settings()
         self._noise = resolve_noise_source(rng)
 
     # ------------------------------------------------------------------ parameters
@@ -150,7 +150,7 @@ class PrivateLogisticRegression:
     _PARAMS = ("epsilon", "feature_l2_bound", "mechanism", "regularisation", "fit_intercept", "intercept_scaling",
                "ledger", "rng")
 
-    def _validate(self) -> None:
+    def _check_settings(self) -> None:
         check_epsilon(self.epsilon, "epsilon")
         _positive(self.feature_l2_bound, "feature_l2_bound")
         _positive(self.regularisation, "regularisation")
@@ -182,7 +182,7 @@ class PrivateLogisticRegression:
         for name, value in params.items():
             setattr(self, name, value)
         try:
-            self._validate()
+            self._check_settings()
         except Exception:
             for name, value in old.items():
                 setattr(self, name, value)
@@ -204,7 +204,7 @@ class PrivateLogisticRegression:
         ``X`` is (N, d) and finite, ``y`` holds N labels 0 or 1. Every fit is a new charge
         (see the class notes); nothing is charged when the fit is refused.
         """
-        self._validate()
+        self._check_settings()
         features = check_finite_array(X, "X")
         if features.ndim != 2:
             raise ValueError(

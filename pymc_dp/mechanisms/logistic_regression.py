@@ -43,7 +43,7 @@ import numpy as np
 
 from ..accounting.curator import curator_report
 from ..accounting.event_types import LaplaceEvent
-from ..accounting.validation import check_epsilon, check_finite_array
+from ..accounting.validation import check_epsilon, check_finite_array, numbers_entry_by_entry
 from .noise import _require_ledger, resolve_noise_source
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,27 +121,42 @@ def project_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
 
 
 def check_logistic_records(X: Any, y: Any, bound: float, norm: str, *,
-                           bound_name: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Validate the records; project feature rows onto the declared ball; return ``(X, y)``.
+                           bound_name: str | None = None, private: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Check the records; project feature rows onto the declared ball; return ``(X, y)``.
 
-    ``X`` is (N, d) and finite (NaN or infinite entries are refused with a ``ValueError``
-    that does not count them: nothing is imputed), ``y`` has N labels in {0, 1} (booleans
-    accepted); ``norm`` is ``"l1"`` or ``"l2"``. Rows with ‖x‖ > ``bound`` are rescaled onto
-    the sphere of that radius and counted, with a :class:`ClippedFeaturesWarning`.
-    ``bound_name`` is the argument the caller's user passed the bound as (default
-    ``feature_l1_bound`` or ``feature_l2_bound``, by ``norm``), for the error message.
+    ``X`` is (N, d), ``y`` has N labels in {0, 1} (booleans accepted); ``norm`` is ``"l1"``
+    or ``"l2"``. Rows with ‖x‖ > ``bound`` are rescaled onto the sphere of that radius and
+    counted, with a :class:`ClippedFeaturesWarning` (for the curator only). ``bound_name``
+    is the argument the caller's user passed the bound as (default ``feature_l1_bound`` or
+    ``feature_l2_bound``, by ``norm``), for the error message.
+
+    On private records (the default) a malformed record — a feature that is NaN, infinite
+    or not a number, or a label other than 0 and 1 — is not refused (a refusal would say,
+    for free, that some record is malformed): it becomes the default record (x = 0, y = 0),
+    a function of that record alone inside the ball, counted for the curator only. Only
+    the shapes, which are public, are refused. On public records (``private=False``: the
+    analyst's own design rows or public data) malformed entries are refused as usual.
     """
-    X = check_finite_array(X, "X")
+    if not private:
+        X = check_finite_array(X, "X")
+    else:
+        raw = np.asarray(X)
+        X = raw.astype(float) if raw.dtype.kind in "biuf" else numbers_entry_by_entry(raw)
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"X must be a 2-D array of records × features, got shape {X.shape}.")
     labels = np.asarray(y)
     if labels.shape != (X.shape[0],):
         raise ValueError(f"y must hold one label per row of X ({X.shape[0]}), got shape {labels.shape}.")
-    if labels.dtype == bool:
-        labels = labels.astype(float)
-    labels = check_finite_array(labels, "y")
-    if not np.all((labels == 0) | (labels == 1)):
-        raise ValueError("y must hold labels 0 or 1 (a record's outcome); recode other labels before the release.")
+    labels = labels.astype(float) if labels.dtype.kind in "biuf" else numbers_entry_by_entry(labels)
+    malformed = ~np.isfinite(X).all(axis=1) | ~((labels == 0) | (labels == 1))
+    if malformed.any():
+        if not private:
+            raise ValueError("the public records must have finite features and labels 0 or 1; recode them first.")
+        X = np.where(malformed[:, None], 0.0, X)
+        labels = np.where(malformed, 0.0, labels)
+        curator_report(f"{int(malformed.sum())} record(s) had a NaN, infinite or non-numeric feature or a label other "
+                       "than 0 and 1; each counts as the default record (x = 0, y = 0). Not released.",
+                       ClippedFeaturesWarning, stacklevel=3)
     name = bound_name or ("feature_l1_bound" if norm == "l1" else "feature_l2_bound")
     X = project_rows(X, _positive(bound, name), norm)
     return X, labels

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -35,7 +34,7 @@ import numpy as np
 
 from ..accounting.curator import curator_report
 from ..accounting.entry import LedgerEntry
-from ..accounting.validation import check_epsilon
+from ..accounting.validation import check_epsilon, numbers_entry_by_entry
 from .exponential import exponential_mechanism
 from .laplace import laplace_mechanism
 from .logistic_regression import REPLACE_ONLY, ClippedFeaturesWarning
@@ -145,8 +144,7 @@ class Domain:
             raise ValueError("records must hold at least one record.")
         if arr.dtype.kind in "biuf":
             return arr.astype(float)
-        flat = [float(v) if isinstance(v, numbers.Real) else math.nan for v in arr.reshape(-1)]
-        return np.asarray(flat, dtype=float).reshape(arr.shape)
+        return numbers_entry_by_entry(arr)
 
     def histogram(self, records: Any) -> np.ndarray:
         """The records' counts per cell, (D,); a malformed record adds 1/D to every cell (sums to n)."""

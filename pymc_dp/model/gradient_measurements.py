@@ -54,7 +54,7 @@ def _features(features: Any, run: NoisyGradientRun) -> np.ndarray:
             f"{2 * T * d} (thousands are better): draw more rows from the feature distribution."
         )
     # The same projection the mechanism applied to the records.
-    F, _ = check_logistic_records(F, np.zeros(F.shape[0]), run.feature_l1_bound, "l1")
+    F, _ = check_logistic_records(F, np.zeros(F.shape[0]), run.feature_l1_bound, "l1", private=False)
     return F
 
 
@@ -214,7 +214,7 @@ def logistic_from_gradients(
         observe_noisy_gradients("gradients", run, w, features, covariance=covariance, noise=noise)
         if public is not None:
             X_pub, y_pub = public
-            X_pub, y_pub = check_logistic_records(X_pub, y_pub, run.feature_l1_bound, "l1")
+            X_pub, y_pub = check_logistic_records(X_pub, y_pub, run.feature_l1_bound, "l1", private=False)
             if X_pub.shape[1] != d:
                 raise ValueError(f"public=(X_pub, y_pub): X_pub must have the run's {d} feature columns, got "
                                  f"{X_pub.shape[1]}.")
