@@ -123,3 +123,68 @@ def test_privatize_names_its_noise_argument_when_given_samples_spelling():
     with pytest.raises(TypeError, match="rng="):
         pmdp.privatize(np.ones(10), "normal", 1.0, bounds={"x": (-10.0, 10.0)}, noise_rng=1, ledger=ledger)
     assert not ledger.entries
+
+
+def _released(call, records):
+    ledger = pmdp.PrivacyLedger()
+    with pmdp.curator_reports(False), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return call(records, ledger), ledger
+
+
+@pytest.mark.parametrize("odd", ["x", "0", 1j], ids=["text", "digit-text", "complex"])
+def test_one_odd_entry_in_a_list_never_decides_how_the_other_records_are_read(odd):
+    # np.asarray types a whole list by its entries: one text entry made every record text (so every record
+    # counted as malformed, or an analyst's f failed on all of them) and one complex entry made privatize refuse.
+    # One record replaced must move a release by at most its sensitivity (seeded noise: the same draw).
+    clean, dirty = [1.0] * 200, [1.0] * 199 + [odd]
+    releases = {
+        "bounded sum": lambda r, led: pmdp.noisy_bounded_sum(r, lambda x: np.asarray(x, dtype=float), bound=1.0,
+                                                             epsilon=1.0, ledger=led, rng=0).values,
+        "laplace workload": lambda r, led: pmdp.laplace_workload(
+            [[int(v) if isinstance(v, float) else v, 0] for v in r], workload=pmdp.marginal_workload({"a": 2, "b": 2}, 1),
+            epsilon=1.0, ledger=led, rng=0),
+        "noisy gradient": lambda r, led: pmdp.noisy_gradient_logistic(
+            [[v, 0.0] for v in r], np.ones(200), epsilon=1.0, feature_l1_bound=1.0, iterations=1, ledger=led,
+            rng=0).measurements,
+        "privatize": lambda r, led: pmdp.privatize(r, "bernoulli", 1.0, ledger=led, rng=0).values,
+    }
+    for name, call in releases.items():
+        a, led_a = _released(call, clean)
+        b, led_b = _released(call, dirty)
+        sensitivity = led_a.entries[0].details.get("sensitivity", 2.0)
+        assert np.abs(np.asarray(a) - np.asarray(b)).sum() <= sensitivity + 1e-9, name
+        assert len(led_a) == len(led_b) == 1, name
+
+
+def test_an_analysts_function_that_exits_on_a_private_record_says_nothing():
+    # SystemExit (a BaseException, not an Exception) raised by f on one record used to reach the caller with the
+    # record in its text; it counts as a failed record like any other exception.
+    def exits(x):
+        if x[0] > 50:
+            raise SystemExit(f"record={x[0]}")
+        return x
+
+    release = pmdp.noisy_bounded_sum(np.array([0.0, 1.0, 73.0]), exits, bound=10.0, epsilon=1e6,
+                                     ledger=pmdp.PrivacyLedger(), rng=0)
+    assert release.values == pytest.approx([1.0], abs=1e-3)
+    holdout = pmdp.ReusableHoldout(np.array([[0.2], [0.9]]), threshold=0.01, sigma=1e-6, budget=1,
+                                   ledger=pmdp.PrivacyLedger(), rng=0)
+    answer = holdout.query(lambda r: exits(r * 100) / 100, training_value=0.0)
+    assert answer.value == pytest.approx(0.1, abs=1e-3)  # (0.2 + the lower end 0) / 2
+
+
+def test_the_estimator_counts_a_malformed_feature_as_the_default_record_and_quotes_nothing():
+    rng = np.random.default_rng(2)
+    X, y = rng.uniform(-0.5, 0.5, (40, 2)), rng.binomial(1, 0.5, 40)
+    odd = X.astype(object)
+    odd[3, 0] = "secret"
+    twin = X.copy()
+    twin[3] = 0.0
+    y_twin = y.copy()
+    y_twin[3] = 0
+    fit = lambda X_, y_: pmdp.PrivateLogisticRegression(epsilon=1.0, feature_l2_bound=1.0,  # noqa: E731
+                                                        ledger=pmdp.PrivacyLedger(), rng=0).fit(X_, y_)
+    with pmdp.curator_reports(False), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(fit(odd, y).coef_, fit(twin, y_twin).coef_)

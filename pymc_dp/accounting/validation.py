@@ -25,6 +25,7 @@ __all__ = [
     "check_finite_number",
     "check_numeric_array",
     "numbers_entry_by_entry",
+    "as_records",
     "check_mapping",
     "check_model_bounds",
     "check_interval",
@@ -290,6 +291,33 @@ def check_finite_array(value: object, name: str = "value", *, allow_bool: bool =
             + (fix or "drop or impute them before privatising (noise cannot hide a NaN). How many is not said: a "
                "refusal is read by whoever runs the call.")
         )
+    return arr
+
+
+def as_records(records: object) -> np.ndarray:
+    """Private records as a NumPy array whose type never follows one record's value.
+
+    ``np.asarray`` types a whole list by its entries: one text entry makes every record text,
+    one complex entry makes every record complex, so that a single record would decide how
+    all the others are read. Here such data (a list, or a pandas column typed by its values)
+    becomes an object array instead, each record keeping its own value for the caller to
+    read entry by entry (:func:`numbers_entry_by_entry`) or to hand to an analyst's function
+    one record at a time. An array the caller built with a type (NumPy, a pandas column of a
+    declared dtype) keeps it. A ragged list (rows of unequal length) has no table shape and
+    is refused by NumPy: pass records as an array or a DataFrame.
+    """
+    if isinstance(records, np.ndarray):
+        arr = records
+    elif hasattr(records, "to_numpy") and callable(getattr(records, "to_numpy")):
+        arr = np.asarray(records.to_numpy())  # type: ignore[union-attr]
+    else:
+        arr = np.asarray(records)
+        if arr.dtype.kind in "USc":
+            typed_by_entries = np.asarray(records, dtype=object)
+            if typed_by_entries.shape == arr.shape:
+                arr = typed_by_entries
+    if arr.dtype.kind == "c":  # complex only because some record is: read entry by entry
+        arr = arr.astype(object)
     return arr
 
 

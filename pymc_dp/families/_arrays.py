@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..accounting.validation import CONVERT_EXPLICITLY, check_numeric_array, numbers_entry_by_entry
+from ..accounting.validation import CONVERT_EXPLICITLY, as_records, check_numeric_array, numbers_entry_by_entry
 
 __all__ = ["as_array", "is_dask", "compute", "n_records"]
 
@@ -61,13 +61,14 @@ def as_array(data: Any, name: str = "data") -> Any:
             raise ValueError(f"{name} must be numeric records, got a pandas column of dtype {declared[0]}. "
                              f"{CONVERT_EXPLICITLY}")
         data = data.to_numpy()
+        if data.dtype.kind == "c":  # a pandas column is complex only because some record is
+            data = data.astype(object)
     mask = None
     if np.ma.isMaskedArray(data):
         mask = np.ma.getmaskarray(data)
         data = np.ma.getdata(data)
     if not isinstance(data, np.ndarray):
-        inferred = np.asarray(data) if not isinstance(data, (list, tuple)) else _infer(data)
-        data = inferred
+        data = as_records(data)  # a list's type never follows one entry
     if data.dtype.kind == "O":  # the type follows the records: entry by entry
         data = numbers_entry_by_entry(data)
     if data.dtype.kind in "US":  # an array typed as text: refused by its type, quoting no record
@@ -77,19 +78,6 @@ def as_array(data: Any, name: str = "data") -> Any:
     if mask is not None and mask.any():
         out = np.where(mask, np.nan, out)
     return out
-
-
-def _infer(data: Any) -> np.ndarray:
-    """A list's array, as an object array when NumPy would turn it into text because of some entries."""
-    arr = np.asarray(data)
-    if arr.dtype.kind in "US":
-        try:
-            obj = np.asarray(data, dtype=object)
-        except ValueError:  # pragma: no cover - ragged: as NumPy made it
-            return arr
-        if obj.shape == arr.shape:
-            return obj
-    return arr
 
 
 def compute(*exprs: Any) -> tuple[np.ndarray, ...]:

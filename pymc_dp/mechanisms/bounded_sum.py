@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..accounting.curator import curator_report
+from ..accounting.validation import as_records
 from ._quiet import quietly
 from .laplace import laplace_mechanism
 from .logistic_regression import REPLACE_ONLY, ClippedFeaturesWarning, _positive, project_rows
@@ -73,7 +74,7 @@ def bounded_rows(
     """
     if not callable(f):
         raise ValueError(f"f must be a function from a batch of records to an (n, k) array, got {f!r}.")
-    batch = np.asarray(records)
+    batch = as_records(records) if private else np.asarray(records)
     if batch.ndim < 1 or batch.shape[0] < 1:
         raise ValueError(f"{what} must hold at least one record (one per row), got shape {batch.shape}.")
     if not private:
@@ -85,7 +86,7 @@ def bounded_rows(
         for i in range(batch.shape[0]):
             try:
                 row = np.asarray(f(batch[i:i + 1]), dtype=float)
-            except Exception:  # noqa: BLE001 - on a private record, a failure is itself data
+            except BaseException:  # noqa: BLE001 - on a private record any exit is data (SystemExit included)
                 failed += 1
                 continue
             if row.size != k or not np.all(np.isfinite(row)):

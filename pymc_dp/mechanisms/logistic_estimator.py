@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..accounting.validation import check_epsilon, check_finite_array
+from ..accounting.validation import as_records, check_epsilon, check_finite_array
 from .logistic_regression import (
     PerturbedWeights,
     _positive,
@@ -120,11 +120,13 @@ class PrivateLogisticRegression:
     *Each call of* ``fit`` *is a new release and a new charge of ε* to the ledger, never a
     free refit: fitting twice on the same records spends 2ε (sequential composition), and
     the second fit replaces the first's weights. The budget is checked, and every argument
-    and record validated, before any noise is drawn; a refused fit (bad labels, NaN
-    features, a budget that cannot afford ε) charges nothing and leaves a fitted estimator
-    as it was. Labels other than 0/1 are refused, not recoded; features with NaN or
-    infinite entries are refused (not imputed, and the refusal does not say how many), as
-    by the functions. ``predict`` and the others refuse NaN features too. ``score`` on the
+    and the records' shapes validated, before any noise is drawn; a refused fit (a bad
+    setting or shape, a budget that cannot afford ε) charges nothing and leaves a fitted
+    estimator as it was. A malformed record (a label other than 0/1, a NaN, infinite or
+    non-numeric feature) is never refused — a refusal would say that some record is
+    malformed — but counts as the default record x = 0, y = 0, as in the functions (the
+    count for the curator only). ``predict`` and the others, which read the analyst's own
+    rows, refuse NaN features. ``score`` on the
     private training records is itself a statistic of the records, not covered by the
     ledger: score on held-out or public data.
     """
@@ -201,11 +203,13 @@ class PrivateLogisticRegression:
     def fit(self, X: Any, y: Any) -> "PrivateLogisticRegression":
         """Release private weights for the records ``(X, y)``, charging ε to the ledger once; returns ``self``.
 
-        ``X`` is (N, d) and finite, ``y`` holds N labels 0 or 1. Every fit is a new charge
-        (see the class notes); nothing is charged when the fit is refused.
+        ``X`` is (N, d), ``y`` holds N labels 0 or 1; a record with a NaN, infinite or
+        non-numeric feature or another label counts as the default record x = 0, y = 0
+        (counted for the curator only, never refused). Every fit is a new charge (see the
+        class notes); nothing is charged when the fit is refused (shapes, settings, budget).
         """
         self._check_settings()
-        features = check_finite_array(X, "X")
+        features = as_records(X)  # malformed entries are repaired below, never refused (threat model)
         if features.ndim != 2:
             raise ValueError(
                 f"X must be a 2-D array of records × features, got shape {features.shape}; reshape a single "

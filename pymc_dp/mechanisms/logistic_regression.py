@@ -43,7 +43,7 @@ import numpy as np
 
 from ..accounting.curator import curator_report
 from ..accounting.event_types import LaplaceEvent
-from ..accounting.validation import check_epsilon, check_finite_array, numbers_entry_by_entry
+from ..accounting.validation import as_records, check_epsilon, check_finite_array, numbers_entry_by_entry
 from .noise import _require_ledger, resolve_noise_source
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -140,11 +140,11 @@ def check_logistic_records(X: Any, y: Any, bound: float, norm: str, *,
     if not private:
         X = check_finite_array(X, "X")
     else:
-        raw = np.asarray(X)
+        raw = as_records(X)
         X = raw.astype(float) if raw.dtype.kind in "biuf" else numbers_entry_by_entry(raw)
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"X must be a 2-D array of records × features, got shape {X.shape}.")
-    labels = np.asarray(y)
+    labels = as_records(y) if private else np.asarray(y)
     if labels.shape != (X.shape[0],):
         raise ValueError(f"y must hold one label per row of X ({X.shape[0]}), got shape {labels.shape}.")
     labels = labels.astype(float) if labels.dtype.kind in "biuf" else numbers_entry_by_entry(labels)

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..accounting.curator import curator_report
 from ..accounting.entry import LedgerEntry
-from ..accounting.validation import check_epsilon, numbers_entry_by_entry
+from ..accounting.validation import as_records, check_epsilon, numbers_entry_by_entry
 from .exponential import exponential_mechanism
 from .laplace import laplace_mechanism
 from .logistic_regression import REPLACE_ONLY, ClippedFeaturesWarning
@@ -134,7 +134,7 @@ class Domain:
                 raise ValueError(f"the records (a DataFrame) lack the domain's attribute(s) {missing}; its columns "
                                  f"are {list(columns)}. Name the domain's attributes after the columns.")
             records = records[list(self.names)]
-        arr = np.asarray(records)
+        arr = as_records(records)
         if arr.ndim == 1 and len(self.sizes) == 1:
             arr = arr[:, None]
         if arr.ndim != 2 or arr.shape[1] != len(self.sizes):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..accounting.curator import curator_report
-from ..accounting.validation import check_finite_array
+from ..accounting.validation import as_records, check_finite_array
 from ._quiet import quietly
 from .logistic_regression import REPLACE_ONLY, ClippedFeaturesWarning, _positive
 from .noise import _require_ledger, resolve_noise_source
@@ -136,7 +136,7 @@ class ReusableHoldout:
         self, holdout: Any, *, training: Any = None, threshold: float, sigma: float, budget: int,
         value_range: Any = (0.0, 1.0), ledger: "PrivacyLedger", rng: Any = None, batch: bool = False,
     ) -> None:
-        records = np.asarray(holdout)
+        records = as_records(holdout)
         if records.ndim < 1 or records.shape[0] < 1:
             raise ValueError(f"holdout must hold at least one record (one per row), got shape {records.shape}.")
         self._holdout = records
@@ -231,7 +231,7 @@ class ReusableHoldout:
         if self.batch:
             try:
                 values = np.asarray(phi(records), dtype=float).reshape(-1)
-            except Exception:  # noqa: BLE001 - on private records, a failure is itself data-dependent
+            except BaseException:  # noqa: BLE001 - on private records any exit is data (SystemExit included)
                 if not private:
                     raise
             if values is not None and values.size != n:
@@ -244,7 +244,7 @@ class ReusableHoldout:
             for i in range(n):
                 try:
                     one = np.asarray(phi(records[i:i + 1]), dtype=float).reshape(-1)
-                except Exception:  # noqa: BLE001
+                except BaseException:  # noqa: BLE001 - any exit on a private record is data
                     if not private:
                         raise
                     continue
