@@ -133,7 +133,7 @@ def _clipped_logprob(base: Any) -> Any:
         # A NaN or infinite observed value (a missing or malformed record) is never refused: its term is the
         # constant ``lower``, inside the clip, so the record's contribution is data-independent and the
         # sensitivity holds; it is evaluated at a finite stand-in so that no NaN reaches the gradient.
-        bad = ~pt.isfinite(value) if value.type.dtype.startswith("float") else None
+        bad = pt.or_(pt.isnan(value), pt.isinf(value)) if value.type.dtype.startswith("float") else None
         if bad is not None:
             value = pt.switch(bad, np.asarray(_fill_value(values[0], per_step), dtype=value.type.dtype), value)
             values = (value,)

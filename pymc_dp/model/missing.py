@@ -160,7 +160,8 @@ def _full_variable(name: str, observed_rv: Any, joined: Any) -> tuple[Any, np.nd
         else:
             raise refuse
     batch = shape[: len(shape) - owner.op.ndim_supp]
-    _, rv = owner.op(*full, size=pt.constant(np.asarray(batch, dtype="int64")), rng=rng, return_next_rng=True)
+    # make_node: the same call on PyTensor 2 and 3 (3's __call__ wants return_next_rng=, 2's has none)
+    rv = owner.op.make_node(rng, pt.constant(np.asarray(batch, dtype="int64")), *full).default_output()
     static = rv.type.shape
     if len(static) != len(shape) or any(s is not None and s != t for s, t in zip(static, shape)):
         raise refuse
