@@ -16,6 +16,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_dp as pmdp
+from simple_models import normal_model
 from pymc_dp import _compat
 from pymc_dp.model.missing import restore_missing
 
@@ -130,11 +131,7 @@ def test_a_missing_value_on_the_laplace_route_is_the_default_record():
 
 
 def _regression_free(y):
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0, 2)
-        sigma = pm.HalfNormal("sigma", 2)
-        pm.Normal("y", mu, sigma, observed=y)
-    return model
+    return normal_model(y, mu_sd=2.0, sigma_sd=2.0)
 
 
 def test_privatize_model_counts_a_missing_value_as_a_record_of_the_default_value():

@@ -20,6 +20,7 @@ from scipy import integrate, stats as sps
 from scipy.special import erfcx
 
 import pymc_dp as pmdp
+from simple_models import normal_model
 from pymc_dp.families._bivariate import _log_erfcx_and_slope, _normal_laplace, density
 from pymc_dp.families._bivariate import bivariate_normal_laplace
 
@@ -152,12 +153,7 @@ def test_op_in_a_pytensor_graph_gives_the_kernel_value_and_gradient():
         pytensor.grad(pytensor.grad(logp, mu), mu)
 
 
-def _model(x: np.ndarray) -> pm.Model:
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 10.0)
-        sigma = pm.HalfNormal("sigma", 5.0)
-        pm.Normal("y", mu, sigma, observed=x)
-    return model
+_model = normal_model
 
 
 def test_released_statistics_are_shared_inputs_so_one_graph_serves_every_release():
