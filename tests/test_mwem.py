@@ -180,3 +180,15 @@ def test_a_malformed_level_is_counted_for_the_curator_not_refused(bad):
     answers = pmdp.laplace_workload(floats, workload=pmdp.marginal_workload(DOMAIN, 1), epsilon=1e6,
                                     ledger=pmdp.PrivacyLedger(), rng=0)
     assert answers.sum() == pytest.approx(60 * len(DOMAIN), abs=1e-3)
+
+
+def test_a_masked_level_is_missing_not_the_value_under_the_mask():
+    # The docs treat a masked entry as missing everywhere: MWEM read the value under the mask instead.
+    recs = _records(30)
+    masked = np.ma.masked_array(recs, mask=np.zeros_like(recs, dtype=bool))
+    masked.mask[0, 2] = True
+    spread = recs.astype(float)
+    spread[0, 2] = np.nan
+    dom = pmdp.Domain.of(DOMAIN)
+    with pytest.warns(ClippedFeaturesWarning):
+        assert np.array_equal(dom.histogram(masked), dom.histogram(spread))

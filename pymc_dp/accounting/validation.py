@@ -303,10 +303,16 @@ def as_records(records: object) -> np.ndarray:
     becomes an object array instead, each record keeping its own value for the caller to
     read entry by entry (:func:`numbers_entry_by_entry`) or to hand to an analyst's function
     one record at a time. An array the caller built with a type (NumPy, a pandas column of a
-    declared dtype) keeps it. A ragged list (rows of unequal length) has no table shape and
-    is refused by NumPy: pass records as an array or a DataFrame.
+    declared dtype) keeps it; a masked entry becomes NaN (missing). A ragged list (rows of
+    unequal length) has no table shape and is refused by NumPy: pass records as an array or
+    a DataFrame.
     """
-    if isinstance(records, np.ndarray):
+    if np.ma.isMaskedArray(records):  # a masked entry is a missing value, never the value under the mask
+        data = np.ma.getdata(records)
+        holder = np.asarray(data, dtype=float if data.dtype.kind in "biuf" else object).copy()
+        holder[np.ma.getmaskarray(records)] = np.nan
+        arr = holder
+    elif isinstance(records, np.ndarray):
         arr = records
     elif hasattr(records, "to_numpy") and callable(getattr(records, "to_numpy")):
         arr = np.asarray(records.to_numpy())  # type: ignore[union-attr]
