@@ -107,12 +107,15 @@ class Family(ABC):
         bad = ~np.isfinite(x)
         return bad if bad.ndim == 1 else bad.any(axis=tuple(range(1, bad.ndim)))
 
+    @abstractmethod
     def default_record(self, bounds: Mapping[str, Any]) -> Any:
         """The public record that stands in for a malformed one (:meth:`repair`): a value, or a row for a family
         whose record is a row. It lies inside the family's support and inside the declared ``bounds``, and depends
         on nothing but the family and the bounds.
+
+        Abstract, so that a family without one cannot be built at all: a refusal raised only when some record is
+        malformed would itself say that one is.
         """
-        raise NotImplementedError(f"family {self.name!r} defines no default record; it cannot repair malformed records.")
 
     def repair(self, x: Any, bounds: Mapping[str, Any]) -> tuple[Any, Any]:
         """The records with every malformed one replaced by :meth:`default_record`, and the per-record mask of those.
