@@ -85,7 +85,12 @@ def test_statistics_and_sensitivity_by_hand(fam, data, bounds, neighbouring, nam
     np.testing.assert_allclose(exact_statistics(fam, data, bounds, neighbouring), values, rtol=1e-12)
     assert fam.sensitivity(bounds, neighbouring) == pytest.approx(delta, rel=1e-12)
     out = private(data, fam, bounds, neighbouring)
-    assert out.names == names and out.sensitivity == pytest.approx(delta, rel=1e-12)
+    # what is released is the family's design (centred and weighted for a Normal with σ unknown, under replace)
+    design = fam.release_design(fam.check_bounds(bounds), neighbouring)
+    assert out.names == names and out.sensitivity == pytest.approx(design.sensitivity, rel=1e-12)
+    assert out.centred == (isinstance(fam, Normal) and fam.sigma is None and neighbouring == "replace")
+    if not out.centred:
+        assert out.sensitivity == pytest.approx(delta, rel=1e-12)
 
 
 def test_regression_statistics_and_sensitivity_by_hand():
@@ -613,11 +618,12 @@ def test_noise_has_scale_sensitivity_over_epsilon(fam, data, bounds, neighbourin
     rng = np.random.default_rng(2024)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClippedRecordsWarning)
-        noisy = np.array([
-            privatize(data, fam, eps, bounds=bounds, neighbouring=neighbouring, rng=rng).noisy for _ in range(reps)
-        ])
-    scale = fam.sensitivity(bounds, neighbouring) / eps
-    err = noisy - exact
+        releases = [privatize(data, fam, eps, bounds=bounds, neighbouring=neighbouring, rng=rng) for _ in range(reps)]
+    # the noise is on the released coordinates: the statistics themselves, or their centred, weighted form
+    design = releases[0].design
+    noisy = np.array([r.released for r in releases])
+    scale = design.sensitivity / eps
+    err = noisy - design.forward(exact, float(releases[0].n))
     se = scale / np.sqrt(reps)  # |Laplace(b)| ~ Exponential(b): mean b, sd b
     assert np.all(np.abs(np.abs(err).mean(axis=0) - scale) < 5 * se)
     assert np.all(np.abs(err.mean(axis=0)) < 5 * np.sqrt(2) * se)  # unbiased

@@ -166,11 +166,14 @@ def test_released_statistics_are_shared_inputs_so_one_graph_serves_every_release
     values = []
     for private in released:
         assert sorted(v.name for v in private.model.free_RVs) == ["mu", "sigma"]
-        shared = [v for v in graph_inputs([private.model.logp()]) if isinstance(v, SharedVariable)]
-        assert [v.name for v in shared] == ["released_statistics_y"]  # one name per observed variable
-        values.append(shared[0].get_value())
-        assert "released_statistics_y" not in private.model.named_vars  # not model data: no constant_data
-    np.testing.assert_allclose(values[0], np.ravel(released[0].statistics["y"].noisy))
+        shared = {v.name: v for v in graph_inputs([private.model.logp()]) if isinstance(v, SharedVariable)}
+        # the released numbers and the release's constants (N, scale, centring, weights), each named for 'y'
+        assert sorted(shared) == ["release_design_y_offset", "release_design_y_scalars", "release_design_y_transform",
+                                  "release_design_y_weights", "released_statistics_y"]
+        values.append(shared["released_statistics_y"].get_value())
+        assert not set(shared) & set(private.model.named_vars)  # not model data: no constant_data
+    stats = released[0].statistics["y"]
+    np.testing.assert_allclose(values[0], np.ravel(stats.released) / stats.scale)
     assert not np.allclose(values[0], values[1])
     point = {"mu": 1.0, "sigma_log__": math.log(1.5)}
     assert np.isfinite(released[0].model.compile_logp()(point))

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 import numpy as np
 
 from ..accounting.validation import check_interval, check_mapping, check_sensitivity_finite
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .release_design import ReleaseDesign
 
 __all__ = ["Family", "project_to_simplex", "project_to_psd", "check_bound_pair", "checked_range"]
 
@@ -163,6 +166,16 @@ class Family(ABC):
     @abstractmethod
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """Map a noisy S onto the set of valid statistics (``n`` is None when N is private)."""
+
+    def release_design(self, bounds: Mapping[str, Any], neighbouring: str) -> "ReleaseDesign":
+        """How the statistics are released (:mod:`.release_design`): by default S itself, one noise scale Δ/ε.
+
+        A family whose coordinates differ in scale overrides it to centre them on public
+        constants and divide ε between them (the Normal with σ unknown).
+        """
+        from .release_design import identity_design
+
+        return identity_design(self.sensitivity(bounds, neighbouring), len(self.statistic_names(neighbouring)))
 
     def plug_in_degeneracy(self, values: np.ndarray, n: float) -> str | None:
         """Why the plug-in likelihood of these (projected) statistics has no maximum, or None.

@@ -46,29 +46,60 @@ import numpy as np
 from ._params import clip_interval, constant_value, positive_float, relation, require_op, scalar_param
 from ._noise_aware import as_float64
 from .base import Family, check_bound_pair, checked_range, declared_bounds, dist_params, statistic_length
+from .release_design import ReleaseDesign, optimal_weights
 
-__all__ = ["Normal", "moment_pair_sensitivity"]
+__all__ = ["Normal", "moment_pair_sensitivity", "centred_moment_design"]
 
 
 # --------------------------------------------------------------------------- sensitivity
 
 
-def moment_pair_sensitivity(lo: float, hi: float) -> float:
-    """Exact ``max |x − x′| + |x² − x′²|`` over x, x′ ∈ [lo, hi].
+def moment_pair_sensitivity(lo: float, hi: float, first: float = 1.0, second: float = 1.0) -> float:
+    """Exact ``max first·|x − x′| + second·|x² − x′²|`` over x, x′ ∈ [lo, hi].
 
-    With u = |x − x′| and v = x + x′ the objective is ``u (1 + |v|)``; for a given u,
-    |v| is largest at an end of the box: v = 2·hi − u (x = hi) or v = 2·lo + u
-    (x′ = lo), i.e. ``g_h(u) = u (1 + |2h − u|)`` with h = hi or h = −lo. On
-    u ∈ [0, 2h] g_h is the concave ``u (1 + 2h − u)`` (stationary at h + ½); beyond
-    2h it is increasing. So its maximum over [0, L] lies in
-    {L, clip(2h, 0, L), clip(h + ½, 0, L)}.
+    With u = |x − x′| and v = x + x′ the objective is ``u (first + second·|v|)``; for a
+    given u, |v| is largest at an end of the box: v = 2·hi − u (x = hi) or v = 2·lo + u
+    (x′ = lo), i.e. ``g_h(u) = u (first + second·|2h − u|)`` with h = hi or h = −lo. On
+    u ∈ [0, 2h] g_h is the concave ``u (first + second·(2h − u))`` (stationary at
+    h + first/(2·second)); beyond 2h it is increasing. So its maximum over [0, L] lies in
+    {L, clip(2h, 0, L), clip(h + first/(2·second), 0, L)}. The weights (both ≥ 0) are
+    those of a weighted release (:mod:`.release_design`); 1 and 1 give the plain L1
+    sensitivity of (Σx, Σx²).
     """
     span = hi - lo
     best = 0.0
     for h in (hi, -lo):
-        for u in (span, min(max(2.0 * h, 0.0), span), min(max(h + 0.5, 0.0), span)):
-            best = max(best, u * (1.0 + abs(2.0 * h - u)))
+        candidates = [span, min(max(2.0 * h, 0.0), span)]
+        if second > 0:
+            candidates.append(min(max(h + first / (2.0 * second), 0.0), span))
+        for u in candidates:
+            best = max(best, u * (first + second * abs(2.0 * h - u)))
     return best
+
+
+def centred_moment_design(lo: float, hi: float) -> ReleaseDesign:
+    """The release of (Σ(x − c), Σ(x − c)²), c = (lo + hi)/2, with ε divided between them.
+
+    Centred on the box's midpoint the two coordinates range over 2h and h² (h the
+    half-width) instead of hi − lo and max(lo², hi²) − m₂; their weights minimise the
+    summed noise-to-sampling variance ratio under a uniform reference on the box (record
+    variances h²/3 and 4h⁴/45; :func:`~pymc_dp.families.release_design.optimal_weights`),
+    and Δ_w is the exact weighted sensitivity (:func:`moment_pair_sensitivity` on [−h, h]).
+    """
+    centre, half = lo / 2 + hi / 2, hi / 2 - lo / 2
+    transform = np.array([[1.0, 0.0], [-2.0 * centre, 1.0]])  # (x − c, (x − c)²) = A (x, x²) + a
+    offset = np.array([-centre, centre * centre])
+    weights, delta = optimal_weights(
+        lambda w: moment_pair_sensitivity(-half, half, float(w[0]), float(w[1])),
+        np.array([half * half / 3.0, 4.0 * half**4 / 45.0]),
+    )
+    shares = weights * np.array([2.0 * half, half * half]) / delta
+    description = (
+        f"records centred on the bounds' midpoint {centre:g} (Σ(x − c), Σ(x − c)²: own sensitivities "
+        f"{2.0 * half:g} and {half * half:g}); weights {weights[0]:.4g} and {weights[1]:.4g}, weighted sensitivity "
+        f"{delta:.6g}: shares {shares[0]:.3f} and {shares[1]:.3f} of ε"
+    )
+    return ReleaseDesign(transform, offset, weights, delta, description, shift=centre)
 
 
 # --------------------------------------------------------------------------- the family
@@ -156,6 +187,19 @@ class Normal(Family):
         if self.known_sigma:
             return self.finite_sensitivity(big + 1.0, f"M + 1 with M = {big:g}", declared)
         return self.finite_sensitivity(big + big * big + 1.0, f"M + M² + 1 with M = {big:g} (M² = {big * big:g})", declared)
+
+    def release_design(self, bounds: Mapping[str, Any], neighbouring: str) -> ReleaseDesign:
+        """σ unknown, replace-one: (Σ(x − c), Σ(x − c)²) with ε divided (:func:`centred_moment_design`).
+
+        Otherwise the statistics as they are: with σ known Σx alone (centring does not change
+        its sensitivity hi − lo); under add/remove N is private, and undoing the centring
+        would need it.
+        """
+        lo, hi = check_bound_pair(bounds, "x")
+        if self.known_sigma or relation(neighbouring) != "replace":
+            return super().release_design(bounds, neighbouring)
+        self.sensitivity(bounds, neighbouring)  # the same refusal of bounds too wide for float64
+        return centred_moment_design(lo, hi)
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """Onto valid statistics of N̂ records in the box (see the module docstring).

@@ -14,6 +14,7 @@ from ..mechanisms import laplace_mechanism
 from ._arrays import as_array, compute, n_records
 from .base import Family
 from .registry import get_family
+from .release_design import ReleaseDesign, identity_design
 from .statistics import PrivateStatistics
 
 __all__ = ["privatize", "prepare_statistics", "release_statistics", "PreparedStatistics", "ClippedRecordsWarning"]
@@ -141,6 +142,10 @@ class PreparedStatistics:
     bounds: Mapping[str, Any]
     neighbouring: str
     name: str
+    #: How the statistics are released (centring and the division of ε); ``sensitivity`` is its Δ_w.
+    design: ReleaseDesign | None = None
+    #: The exact released coordinates ``w ⊙ (A S + N a)`` (``exact`` itself for the identity design).
+    exact_released: np.ndarray | None = field(default=None, repr=False)
 
     def laplace_event(self, epsilon: float) -> dict[str, Any]:
         """The ledger event of releasing these statistics at ``epsilon``."""
@@ -173,8 +178,16 @@ def prepare_statistics(
         raise ValueError(f"{name}: data has no records.")
     repaired, malformed = fam.repair(x, checked_bounds)
     clipped, outside = fam.clip(repaired, checked_bounds)
+    design = fam.release_design(checked_bounds, neighbouring)
     total = fam.record_statistics(clipped, neighbouring).sum(axis=0)
-    n_malformed, n_outside, exact = compute(malformed.sum(), outside.sum(), total)
+    # the centred sums from the centred records themselves (far from zero, A·S + N·a would cancel digits)
+    centred = total if design.shift is None else fam.record_statistics(design.centred_records(clipped), neighbouring).sum(axis=0)
+    n_malformed, n_outside, exact, exact_centred = compute(malformed.sum(), outside.sum(), total, centred)
+    exact = np.asarray(exact, dtype=float).ravel()
+    if design.shift is None:
+        exact_released = design.forward(exact, n)
+    else:
+        exact_released = design.weights * np.asarray(exact_centred, dtype=float).ravel()
     if int(n_malformed):
         curator_report(
             f"{name}: {int(n_malformed)} of {n} record(s) were NaN, infinite or outside the support of the "
@@ -194,12 +207,14 @@ def prepare_statistics(
     return PreparedStatistics(
         family=fam,
         names=tuple(fam.statistic_names(neighbouring)),
-        exact=np.asarray(exact, dtype=float).ravel(),
+        exact=exact,
         n=n,
-        sensitivity=float(fam.sensitivity(checked_bounds, neighbouring)),
+        sensitivity=float(design.sensitivity),
         bounds=checked_bounds,
         neighbouring=neighbouring,
         name=name,
+        design=design,
+        exact_released=exact_released,
     )
 
 
@@ -222,10 +237,15 @@ def release_statistics(
     check_noise_scale(prepared.sensitivity, eps, declared=f"bounds of {prepared.name!r} ({fam.name} family)")
     touched = f"{prepared.name}:{'+'.join(names) if len(names) <= 4 else fam.name + ' statistics'}"
     assumptions = ((PUBLIC_N,) if prepared.neighbouring == "replace" else ()) + tuple(assumptions)
-    noisy, entry = laplace_mechanism(prepared.exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger,
-                                     rng=rng, touched=touched, assumptions=assumptions, return_entry=True)
-    noisy = np.atleast_1d(noisy)
+    design = prepared.design or identity_design(prepared.sensitivity, len(names))
+    exact = prepared.exact if prepared.exact_released is None else prepared.exact_released
+    released, entry = laplace_mechanism(exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
+                                        touched=touched, assumptions=assumptions, return_entry=True,
+                                        details=design.ledger_details(names, eps))
+    released = np.atleast_1d(np.asarray(released, dtype=float))
     public_n = prepared.n if prepared.neighbouring == "replace" else None
+    # post-processing: back to the family's own statistics (a centred design needs N, public under replace)
+    noisy = released if design.is_identity else design.backward(released, float(prepared.n))
     values = fam.project(noisy, public_n, prepared.bounds, prepared.neighbouring)
     n_out = float(prepared.n) if public_n is not None else fam.n_from_statistics(values, prepared.neighbouring)
     return PrivateStatistics(
@@ -242,4 +262,6 @@ def release_statistics(
         entry_id=entry.id,
         noise_source=entry.noise_source,
         ledger=ledger,
+        design=design,
+        released=released,
     )

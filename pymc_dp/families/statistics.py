@@ -9,6 +9,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 from .base import Family
+from .release_design import ReleaseDesign
 
 __all__ = ["PrivateStatistics"]
 
@@ -29,13 +30,14 @@ class PrivateStatistics:
     values
         The projected noisy statistics (valid: counts ≥ 0, ...). Use these in models.
     noisy
-        The noisy statistics before projection (also private; noise-aware likelihoods
-        use them, since their noise distribution is exactly known).
+        The noisy statistics before projection (also private), in the family's own
+        coordinates.
     n
         The number of records: exact when N is public (``"replace"``), estimated from
         the statistics when it is not (``"add_remove"``).
     epsilon, sensitivity, scale
-        The privacy parameter spent, the L1 sensitivity Δ and the Laplace scale Δ/ε.
+        The privacy parameter spent, the L1 sensitivity Δ of what was released and the
+        Laplace scale Δ/ε of its noise.
     neighbouring
         The neighbouring relation the sensitivity was computed under.
     bounds
@@ -46,6 +48,16 @@ class PrivateStatistics:
         ``"secure"`` or ``"seeded"``.
     ledger
         The ledger that was charged.
+    mechanism
+        ``"laplace"``.
+    design
+        How the statistics were released (:class:`~pymc_dp.families.release_design.ReleaseDesign`):
+        for a Normal with σ unknown, centred on the bounds' midpoint with ε divided between
+        Σ(x − c) and Σ(x − c)²; otherwise the statistics themselves.
+    released
+        The numbers actually released, ``w ⊙ (A S + N a)`` plus noise of scale ``scale``
+        on every coordinate (``noisy`` itself for the identity design); the noise-aware
+        likelihood models these.
     """
 
     family: Family
@@ -62,6 +74,13 @@ class PrivateStatistics:
     noise_source: str
     ledger: PrivacyLedger = field(repr=False, compare=False)
     mechanism: str = "laplace"
+    design: ReleaseDesign | None = field(default=None, repr=False, compare=False)
+    released: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def centred(self) -> bool:
+        """Whether the release was centred and ε divided between the statistics (:mod:`.release_design`)."""
+        return self.design is not None and not self.design.is_identity
 
     @property
     def n_is_public(self) -> bool:
@@ -86,4 +105,5 @@ class PrivateStatistics:
             f"{self.family!r} statistics ({n}): {vals}\n"
             f"  released with Laplace noise of scale {self.scale:.4g} (Δ = {self.sensitivity:g}, ε = {self.epsilon:g}, "
             f"{self.neighbouring} neighbouring, {self.noise_source} noise); ledger entry {self.entry_id}"
+            + (f"\n  {self.design.description}" if self.centred else "")  # type: ignore[union-attr]
         )

@@ -9,7 +9,7 @@ statistics (theory notes, section 5).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -35,6 +35,7 @@ def laplace_mechanism(
     touched: str = "",
     assumptions: Sequence[str] = (),
     return_entry: bool = False,
+    details: Mapping[str, Any] | None = None,
 ) -> Any:
     """Release ``value`` with Laplace noise of scale ``sensitivity / epsilon`` (ε-DP).
 
@@ -67,6 +68,10 @@ def laplace_mechanism(
         Also return the :class:`~pymc_dp.accounting.LedgerEntry` this release
         recorded, as ``(value, entry)`` (the entry is the ledger's record of this
         spend, whatever else spends from the ledger concurrently).
+    details
+        Further public facts about the release for the entry's ``details`` (e.g. how a
+        statistic was centred and weighted); JSON-serialisable values only.
+
     Returns
     -------
     float or numpy.ndarray
@@ -111,6 +116,6 @@ def laplace_mechanism(
     return release_with_additive_noise(
         arr, value, mechanism="laplace", epsilon=eps, delta=0.0, sensitivity=sens, scale=scale,
         event=LaplaceEvent(noise_multiplier=scale / sens) if sens > 0 else None,
-        details={"norm": "l1"}, ledger=ledger, source=source, touched=touched,
+        details={**(details or {}), "norm": "l1"}, ledger=ledger, source=source, touched=touched,
         assumptions=tuple(str(a) for a in assumptions), add=source.add_laplace, dtype=float, return_entry=return_entry,
     )

@@ -88,6 +88,10 @@ def _statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], nois
             if make_mixing is None:
                 raise ValueError("this noise-aware likelihood needs latent variables: build it with observe_stats.")
             mixing = make_mixing(size)
+        if stats.centred:
+            from ..families.release_design import centred_noise_aware_logp
+
+            return centred_noise_aware_logp(stats, params, mixing)
         return family.noise_aware_loglik(
             stats.noisy, stats.n, stats.scale, stats.neighbouring, params, bounds=stats.bounds, noise_mixing=mixing
         )
