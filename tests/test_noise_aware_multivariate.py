@@ -338,7 +338,7 @@ def test_calibration_models_are_the_observe_stats_likelihood():
 
     x = np.random.default_rng(11).normal(0.3, 1.1, 150)
     stats = pmdp.privatize(x, "normal", 1.0, bounds={"x": cal.NORMAL_BOUNDS}, rng=11)
-    study = cal.normal_model(150, 1.0, released=stats.noisy)
+    study = cal.normal_model(150, 1.0, released=stats.released)
     pr = cal.NORMAL_PRIOR
     with pm.Model() as direct:
         s2 = pm.InverseGamma("sigma2", pr["alpha0"], pr["beta0"])

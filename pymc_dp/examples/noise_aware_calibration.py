@@ -153,14 +153,19 @@ def normal_model(n: int, epsilon: float, released: np.ndarray | None = None) -> 
 
     from pymc_dp.families import Normal
 
+    from pymc_dp.families.release_design import designed_noise_aware_logp
+
     pr = NORMAL_PRIOR
     family = Normal()
-    scale = family.sensitivity({"x": NORMAL_BOUNDS}, "replace") / epsilon
+    # the release is centred and ε divided (pymc_dp.families.release_design): z/b is the data container
+    design = family.release_design({"x": NORMAL_BOUNDS}, "replace")
+    scale = design.sensitivity / epsilon
     with pm.Model() as model:
-        z = pm.Data("released", np.zeros(2) if released is None else np.asarray(released, dtype=float))
+        z = pm.Data("released", np.zeros(2) if released is None else np.asarray(released, dtype=float) / scale)
         s2 = pm.InverseGamma("sigma2", pr["alpha0"], pr["beta0"])
         m = pm.Normal("mu", pr["mu0"], pt.sqrt(s2 / pr["kappa0"]))
-        _noise_aware_term("x", family, {"mu": m, "sigma": pt.sqrt(s2)}, z, n, scale)
+        params = {"mu": m, "sigma": pt.sqrt(s2)}
+        pm.Potential("x", designed_noise_aware_logp(family, design, n, scale, "replace", {"x": NORMAL_BOUNDS}, params, z))
     return model
 
 
@@ -191,7 +196,7 @@ def normal_coverage(
         x = rng.normal(mu, math.sqrt(sigma2), size=n)
         stats = _release(x, "normal", epsilon, bounds={"x": NORMAL_BOUNDS}, rng=rng)
         with model:
-            pm.set_data({"released": stats.noisy})
+            pm.set_data({"released": stats.released / stats.scale})
         post = _fit(model, seed * 100_003 + rep, draws, step)
         aware = {"mu": _draws_interval(post["mu"].values), "sigma": _draws_interval(np.sqrt(post["sigma2"].values))}
         conj = Normal().conjugate_posterior(stats.values, n, **{k: pr[k] for k in ("mu0", "kappa0", "alpha0", "beta0")})

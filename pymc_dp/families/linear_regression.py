@@ -60,6 +60,7 @@ from ..accounting.validation import check_count, check_finite_array
 from ._arrays import as_array
 from .base import Family, check_bound_pair, declared_bounds, project_to_psd, statistic_length
 from ._params import relation
+from .release_design import ReleaseDesign
 
 #: The most features accepted: the family releases d(d+1)/2 + d + 1 noisy numbers
 #: (about 500,000 at d = 1,000), and builds that many products per record.
@@ -242,6 +243,68 @@ class LinearRegression(Family):
                 return self.finite_sensitivity(total, f"the sum of the ranges of the products z_a·z_b ({largest})", declared)
             total = float(sum(big[a] * big[b] for a, b in self._pairs) + 1.0)
         return self.finite_sensitivity(total, f"Σ M_a·M_b + 1 over the products z_a·z_b ({largest})", declared)
+
+    def release_design(self, bounds: Mapping[str, Any], neighbouring: str) -> ReleaseDesign:
+        """With an intercept column (a feature with lower = upper ≠ 0), under replace: the products of centred columns.
+
+        Every other column a of z = (x, y) is centred on its box's midpoint c_a, and the released
+        coordinates are ``Σ (z_a − c_a)(z_b − c_b)``: linear in the statistics, since
+        ``Σ z_a = Σ k·z_a / k`` is itself a released product with the constant column k. The
+        centred products range over far less (for ages in [18, 80]: 31² = 961 instead of
+        80² − 18² = 6,076; for age × log-wage, 87 instead of 410). ε is divided between
+        them by weights ``w_j ∝ (R_j v_j)^(−1/3)`` — the minimiser of the summed
+        noise-to-sampling variance ratio ``(Σ w_j R_j)² Σ 1/(w_j² v_j)`` for the separable
+        sensitivity ``Δ_w = Σ w_j R_j`` (R_j the range of coordinate j, v_j its variance for
+        records uniform on the box; :mod:`.release_design`). The constant column's own
+        product N·k² is public: it gets a weight so large that its noise is negligible.
+
+        Without a constant column (no intercept, or one outside the features) and under
+        add/remove, the statistics are released as they are.
+        """
+        lo, hi = self.box(bounds)
+        constant = np.flatnonzero((lo[:-1] == hi[:-1]) & (lo[:-1] != 0.0))
+        if relation(neighbouring) != "replace" or constant.size == 0:
+            return super().release_design(bounds, neighbouring)
+        self.sensitivity(bounds, neighbouring)  # the same refusal of bounds too wide for float64
+        one = int(constant[0])
+        k = float(lo[one])
+        fixed = lo == hi
+        centre = np.where(fixed, 0.0, lo / 2 + hi / 2)
+        index = {pair: j for j, pair in enumerate(self._pairs)}
+        size = len(self._pairs)
+        transform, offset = np.zeros((size, size)), np.zeros(size)
+
+        def add_sum(row: int, column: int, factor: float) -> None:
+            """Add ``factor · Σ z_column`` to coordinate ``row``: a constant N·z if the column is fixed, else S_(one, column)/k."""
+            if fixed[column]:
+                offset[row] += factor * lo[column]
+            else:
+                transform[row, index[tuple(sorted((one, column)))]] += factor / k
+
+        for j, (a, b) in enumerate(self._pairs):
+            transform[j, j] += 1.0  # Σ (z_a − c_a)(z_b − c_b) = Σ z_a z_b − c_b Σ z_a − c_a Σ z_b + N c_a c_b
+            add_sum(j, a, -centre[b])
+            add_sum(j, b, -centre[a])
+            offset[j] += centre[a] * centre[b]
+        low, high = lo - centre, hi - centre
+        ranges = np.array([_range_of_square(low[a], high[a]) if a == b else _range_of_product(low[a], high[a], low[b], high[b])
+                           for a, b in self._pairs])
+        spread = np.where(fixed, lo * lo, (high - low) ** 2 / 12.0)  # E z² of a fixed column, Var z of a uniform one
+        variances = np.array([(4.0 / 45.0) * ((high[a] - low[a]) / 2) ** 4 if a == b and not fixed[a] else spread[a] * spread[b]
+                              for a, b in self._pairs])
+        moving = ranges > 0
+        weights = np.ones(size)
+        weights[moving] = (ranges[moving] * variances[moving]) ** (-1.0 / 3.0)
+        weights[moving] /= weights[moving].max()
+        weights[~moving] = 1e8  # public coordinates (N·k²): no sensitivity, so their noise can be made negligible
+        delta = float(np.sum(weights[moving] * ranges[moving]))
+        names = self.statistic_names(neighbouring)
+        description = (
+            "columns centred on their bounds' midpoints " + str([round(float(c), 6) for c in centre])
+            + f" (the constant column {one} kept); weights ∝ (range × variance)^(−1/3), weighted sensitivity {delta:.6g}"
+            + "; shares of ε " + ", ".join(f"{names[j]} {weights[j] * ranges[j] / delta:.3f}" for j in np.flatnonzero(moving))
+        )
+        return ReleaseDesign(transform, offset, weights, delta, description, shift=centre)
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """XᵀX onto the PSD cone, Xᵀy into its range, yᵀy ≥ Xᵀyᵀ(XᵀX)⁺Xᵀy ≥ 0; N̂ ≥ 1.

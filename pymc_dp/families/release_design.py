@@ -179,22 +179,34 @@ def centred_noise_aware_logp(stats: Any, params: Any, noise_mixing: Any = None) 
 
     The released vector is ``z = w ⊙ (A S + N a) + e``, e i.i.d. Laplace of scale
     b = ``stats.scale`` on every coordinate, S ≈ Normal(N·m(θ), N·C(θ)) with m, C one
-    record's moments (``family.record_moments``). Divided by b, z has unit Laplace noise
-    and mean ``(N/b)·w ⊙ (A m + a)``, covariance ``(N/b²)·(w wᵀ) ⊙ (A C Aᵀ)``: the
-    central-limit likelihood of :func:`~pymc_dp.families._noise_aware.clt_noise_aware_logp`
-    at noise scale 1, minus the Jacobian ``d·log b``.
+    record's moments (``family.record_moments``). See :func:`designed_noise_aware_logp`.
+    """
+    from ._noise_aware import released_values
 
-    Every number of the release — z/b, N/b, 1/b, A, a, w — is a shared variable, not a
+    scaled = released_values(np.asarray(stats.released, dtype=float) / float(stats.scale))
+    return designed_noise_aware_logp(stats.family, stats.design, float(stats.n), float(stats.scale), stats.neighbouring,
+                                     stats.bounds, params, scaled, noise_mixing)
+
+
+def designed_noise_aware_logp(family: Any, design: ReleaseDesign, n: float, scale: float, neighbouring: str,
+                              bounds: Any, params: Any, scaled_release: Any, noise_mixing: Any = None) -> Any:
+    """The noise-aware log-likelihood of a designed release, given the released vector divided by its scale.
+
+    Divided by b, the released z has unit Laplace noise and mean ``(N/b)·w ⊙ (A m + a)``,
+    covariance ``(N/b²)·(w wᵀ) ⊙ (A C Aᵀ)``: the central-limit likelihood of
+    :func:`~pymc_dp.families._noise_aware.clt_noise_aware_logp` at noise scale 1, minus
+    the Jacobian ``d·log b``. ``scaled_release`` is z/b as a PyTensor variable (a shared
+    variable, or a ``pm.Data`` container).
+
+    Every other number of the release — N/b, 1/b, A, a, w — is a shared variable, not a
     constant: a second release of the same model at another N, ε or bounds has the same
     graph, and its compiled log density and gradient are reused.
     """
     import pytensor
     import pytensor.tensor as pt
 
-    from ._noise_aware import RELEASE_NAME, clt_noise_aware_logp, released_values
+    from ._noise_aware import RELEASE_NAME, clt_noise_aware_logp
 
-    design, family = stats.design, stats.family
-    b = float(stats.scale)
     d = design.weights.size
     base = RELEASE_NAME.get().replace("released_statistics", "release_design")
 
@@ -202,13 +214,12 @@ def centred_noise_aware_logp(stats: Any, params: Any, noise_mixing: Any = None) 
         value = np.asarray(value, dtype="float64")
         return pt.specify_shape(pytensor.shared(value, name=f"{base}_{suffix}"), value.shape)
 
-    numbers = shared(np.array([float(stats.n) / b, 1.0 / b, d * np.log(b)]), "scalars")
+    numbers = shared(np.array([float(n) / scale, 1.0 / scale, d * np.log(scale)]), "scalars")
     transform, offset, weights = shared(design.transform, "transform"), shared(design.offset, "offset"), shared(design.weights, "weights")
-    mean, cov = family.record_moments(params, stats.bounds)
+    mean, cov = family.record_moments(params, bounds)
     centred_mean = pt.dot(transform, mean) + offset
     centred_cov = pt.dot(pt.dot(transform, cov), transform.T)
     m = numbers[0] * weights * centred_mean
     c = numbers[0] * numbers[1] * (pt.outer(weights, weights) * centred_cov)
-    z = released_values(np.asarray(stats.released, dtype=float) / b)
-    logp = clt_noise_aware_logp(family.name, z, 1.0, 1.0, stats.neighbouring, m, c, noise_mixing)
+    logp = clt_noise_aware_logp(family.name, scaled_release, 1.0, 1.0, neighbouring, m, c, noise_mixing)
     return logp - numbers[2]
