@@ -152,3 +152,76 @@ def test_the_noise_aware_posterior_of_a_centred_release_is_calibrated():
             hits[name] += lo <= truth[name] <= hi
     for name, count in hits.items():
         assert 0.85 <= count / releases <= 0.95, (name, count / releases)
+
+
+REGRESSION_BOUNDS = {"x": ([1.0, 18.0, -2.0], [1.0, 80.0, 3.0]), "y": (3.0, 5.8)}
+
+
+def test_a_regression_with_an_intercept_column_releases_centred_products_within_its_sensitivity():
+    """Random and corner pairs of records never move the weighted release by more than Δ_w (the privacy claim)."""
+    from pymc_dp.families import LinearRegression
+
+    fam = LinearRegression(n_features=3)
+    bounds = fam.check_bounds(REGRESSION_BOUNDS)
+    design = fam.release_design(bounds, "replace")
+    assert not design.is_identity and design.shift.tolist() == [0.0, 49.0, 0.5, 4.4]
+    lo, hi = fam.box(bounds)
+    rng = np.random.default_rng(5)
+    corners = np.array(np.meshgrid(*[(a, b) for a, b in zip(lo, hi)])).reshape(len(lo), -1).T
+    records = np.vstack([corners, rng.uniform(lo, hi, (3000, len(lo)))])
+    released = design.weights * fam.record_statistics(design.centred_records(records), "replace")
+    moving = design.weights < 1e7  # the constant column's own product N·k² is public (weight 1e8, range 0)
+    first, second = rng.integers(0, len(records), (2, 200_000))
+    gaps = np.abs(released[first][:, moving] - released[second][:, moving]).sum(axis=1)
+    assert gaps.max() <= design.sensitivity * (1 + 1e-12)
+    # the sums of the centred records are the affine map of the plain statistics, and back
+    plain = fam.record_statistics(records, "replace").sum(axis=0)
+    np.testing.assert_allclose(design.forward(plain, len(records)), released.sum(axis=0), rtol=1e-9, atol=1e-6)
+    np.testing.assert_allclose(design.backward(released.sum(axis=0), len(records)), plain, rtol=1e-9)
+
+
+def test_a_regression_without_an_intercept_column_is_released_as_it_is():
+    from pymc_dp.families import LinearRegression
+
+    fam = LinearRegression(n_features=2)
+    assert fam.release_design(fam.check_bounds({"x": (-1.0, 1.0), "y": (-2.0, 2.0)}), "replace").is_identity
+    fam3 = LinearRegression(n_features=3)
+    assert fam3.release_design(fam3.check_bounds(REGRESSION_BOUNDS), "add_remove").is_identity
+
+
+def test_the_centred_regression_release_is_far_more_accurate_for_the_intercept():
+    """Plug-in least squares from 300 releases (N = 1000, ε = 1): the intercept's RMSE falls at least fivefold.
+
+    With the joint release Σy carries noise of scale 6,575/ε against Σy ≈ 4,400: the intercept is noise. The
+    centred release gives Σ(y − c) a share of ε near a fifth over a range of 2.8 (scale ≈ 15/ε). A factor 5
+    is far inside the gap (measured on these records: about 400×) and far outside the Monte Carlo error of 300
+    releases.
+    """
+    from pymc_dp.families import Family, LinearRegression
+
+    rng = np.random.default_rng(3)
+    n = 1000
+    age = rng.uniform(18.0, 80.0, n)
+    y = np.clip(4.1 + 0.006 * age + rng.normal(0.0, 0.3, n), 3.0, 5.8)
+    fam = LinearRegression(n_features=2)
+    bounds = {"x": ([1.0, 18.0], [1.0, 80.0]), "y": (3.0, 5.8)}
+    records = fam.stack(np.column_stack([np.ones(n), age]), y)
+    exact = np.linalg.lstsq(records[:, :2], y, rcond=None)[0]
+
+    def rmse(design_of):
+        original = LinearRegression.release_design
+        LinearRegression.release_design = design_of
+        errors = []
+        try:
+            noise = np.random.default_rng(9)
+            for _ in range(300):
+                s = pmdp.privatize(records, fam, 1.0, bounds=bounds, rng=noise)
+                xtx, xty, _ = fam.unpack(s.values)
+                errors.append(np.linalg.lstsq(np.asarray(xtx), np.asarray(xty), rcond=None)[0] - exact)
+        finally:
+            LinearRegression.release_design = original
+        return np.sqrt(np.mean(np.square(errors), axis=0))
+
+    joint = rmse(lambda self, b, nb: Family.release_design(self, b, nb))
+    centred = rmse(LinearRegression.release_design)
+    assert centred[0] * 5 < joint[0]
