@@ -156,9 +156,13 @@ def test_a_regression_observed_through_a_data_container_with_dims_is_privatised(
         private = pmdp.privatize_model(model, 1e4, bounds={"y": {"x": (-1.0, 1.0), "y": (-5.0, 7.0)}}, rng=1)
     assert private.statistics["y"].family.name == "linear_regression"
     assert private.statistics["y"].n == n
-    # A recognised regression gets the plug-in likelihood, and its ledger entry says so.
+    # A recognised regression gets the noise-aware likelihood, with a model of its covariates that the
+    # ledger entry states; the covariate parameters are new free variables of the record-free model.
     (entry,) = private.ledger.entries
-    assert any("plug-in likelihood for 'y'" in a for a in entry.assumptions)
+    assert not any("plug-in" in a for a in entry.assumptions)
+    assert any("covariates are modelled as Gaussian" in a and "y_x_mixing" in a for a in entry.assumptions)
+    names = [v.name for v in private.model.free_RVs]
+    assert names[:3] == ["a", "beta", "sigma"] and {"y_x_mu", "y_x_scale", "y_x_mixing", "y_noise_mixing"} <= set(names)
 
 
 def test_the_noise_aware_default_adds_no_plug_in_note_and_a_plug_in_choice_does():
@@ -204,7 +208,8 @@ def test_rebuilt_models_keep_the_users_variable_order():
         orders = {tuple(v.name for v in pmdp.privatize_model(model(), 2.0, bounds=bounds, rng=s).model.free_RVs)
                   for s in range(8)}
         tempered = pmdp.temper(model(), 2.0)
-    assert orders == {("a", "beta", "sigma", "lam")}
+    # the regression's covariate model and noise mixing (noise-aware by default) come after the user's variables
+    assert len(orders) == 1 and next(iter(orders))[:4] == ("a", "beta", "sigma", "lam")
     assert [v.name for v in tempered.free_RVs] == ["a", "beta", "sigma", "lam"]
 
 
@@ -230,7 +235,8 @@ def test_a_release_that_leaves_no_residual_warns_that_the_plug_in_collapses_sigm
     for seed in range(6):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            private = pmdp.privatize_model(model, 0.5, bounds={"y": {"x": (-1.0, 1.0), "y": (-5.0, 7.0)}}, rng=seed)
+            private = pmdp.privatize_model(model, 0.5, bounds={"y": {"x": (-1.0, 1.0), "y": (-5.0, 7.0)}}, rng=seed,
+                                           noise_aware=False)
         st = private.statistics["y"]
         xtx, xty, yty = st.family.unpack(st.values)
         residual = yty - xty @ np.linalg.pinv(xtx) @ xty

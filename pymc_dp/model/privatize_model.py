@@ -30,6 +30,7 @@ from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths
+from .covariate_model import COVARIATE_ASSUMPTION, covariate_parameters
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
 
@@ -208,6 +209,8 @@ def _statistics_likelihoods(
             rows = int(np.shape(_observed_value(node.inputs[1]))[0])
             predictor = linear_regression_of(node.inputs[0], rows, free, sizes)
             params = {"beta": predictor.coefficients, "sigma": predictor.sigma}
+            if noise_aware[name]:  # its likelihood needs a model of the covariates
+                params.update(covariate_parameters(name, s.family, s.bounds, new_outputs))
         else:
             _, params = s.family.from_dist(node.inputs[0])
         make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
@@ -473,7 +476,7 @@ class PrivatizationPlan:
         declared = (public_assumption(sorted(self.public)),) if self.public else ()
         stats = {
             name: release_statistics(p, self.shares[name], ledger=ledger, rng=rng,
-                                     assumptions=declared + _likelihood_note(name, self.noise_aware[name]))
+                                     assumptions=declared + _likelihood_note(name, self.noise_aware[name], p.family, p.bounds))
             for name, p in self.prepared.items()
         }
         new_model, dropped = _rebuild_without_records(
@@ -518,9 +521,16 @@ def _warn_degenerate_plug_in(model: Any, stats: Mapping[str, PrivateStatistics],
         )
 
 
-def _likelihood_note(name: str, noise_aware: bool) -> tuple[str, ...]:
-    """What the ledger says of a plug-in likelihood (a public choice: family, relation and the caller's flag)."""
+def _likelihood_note(name: str, noise_aware: bool, family: Any = None, bounds: Any = None) -> tuple[str, ...]:
+    """What the ledger says of the likelihood (a public choice: family, relation, bounds and the caller's flag).
+
+    A plug-in likelihood reads the release as exact; a noise-aware regression models its covariates.
+    """
     if noise_aware:
+        if family is not None and family.name == "linear_regression":
+            lo, hi = family.box(bounds)
+            mixing = f", {name}_x_mixing" if int(np.sum(lo[:-1] != hi[:-1])) > 1 else ""
+            return (COVARIATE_ASSUMPTION.format(name=name, mixing=mixing),)
         return ()
     return (f"plug-in likelihood for {name!r}: the released statistics are read as if exact (the posterior "
             "ignores the noise, and is over-confident where the noise is comparable to the statistics)",)
@@ -643,13 +653,7 @@ def _observed_value(value: Any) -> np.ndarray:
 
 def _use_noise_aware(setting: bool | str, family: Any, neighbouring: str, name: str) -> bool:
     """Decide, before anything is spent, which likelihood each observed variable gets."""
-    if family.name == "linear_regression" and setting is True:
-        raise ValueError(
-            f"observed variable {name!r}: a regression recognised in the model gets the plug-in likelihood (the "
-            "noise-aware one needs a model of the covariates: build it with pmdp.privatize + pmdp.observe_stats "
-            "and x_mu/x_sigma); use noise_aware='auto' or False (nothing was spent)."
-        )
-    available = family.supports_noise_aware and neighbouring == "replace" and family.name != "linear_regression"
+    available = family.supports_noise_aware and neighbouring == "replace"
     if setting == "auto":
         return available
     if setting is True and not available:
