@@ -225,3 +225,14 @@ def test_another_threads_compilation_is_neither_cached_nor_served(fake_nutpie):
         worker.start()
         worker.join()
     assert len(compiled) == 2 and len(nutpie_cache._CACHE) == 1 and nutpie_cache.stats()["hits"] == 0
+
+
+def test_a_count_release_reuses_the_compilation_too(fake_nutpie):
+    """The Bernoulli's noise-aware likelihood reads the released count and its noise scale as shared inputs."""
+    module, compiled = fake_nutpie
+    answers = np.random.default_rng(0).binomial(1, 0.3, 300)
+    for seed in (1, 2):
+        with pm.Model() as model:
+            pm.Bernoulli("y", pm.Beta("p", 1.0, 1.0), observed=answers)
+        _compile(module, pmdp.privatize_model(model, 0.5, rng=seed).model)
+    assert len(compiled) == 1 and nutpie_cache.stats()["hits"] == 1

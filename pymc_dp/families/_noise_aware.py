@@ -85,7 +85,7 @@ def normal_laplace_logpdf(z: Any, mean: Any, sd: Any, b: float) -> Any:
     quad = -(d**2) / (2 * sd**2)
     t1 = _log_term(r, -d / b, (r - d / sd) / math.sqrt(2.0), quad)
     t2 = _log_term(r, d / b, (r + d / sd) / math.sqrt(2.0), quad)
-    return pt.logaddexp(t1, t2) - math.log(4.0 * b)
+    return pt.logaddexp(t1, t2) - pt.log(as_float64(4.0 * b))
 
 
 def _length(mean: Any, values: Any) -> int | None:
@@ -102,7 +102,7 @@ def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, meth
     ``method``: ``"exact"`` (sum over all counts), ``"clt"`` (normal approximation
     convolved with the noise) or ``"auto"`` (exact up to
     :data:`EXACT_SUM_MAX_TRIALS` trials, CLT above). ``p`` may be a scalar or a
-    vector (e.g. a grid of values): the result has its shape. ``z`` may be symbolic.
+    vector (e.g. a grid of values): the result has its shape. ``z`` and ``b`` may be symbolic.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -113,7 +113,7 @@ def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, meth
     if method == "exact":
         k = pt.arange(int(trials) + 1)
         log_count = pm.logp(pm.Binomial.dist(n=int(trials), p=p[..., None]), k)
-        log_noise = -pt.abs(z - k) / b - math.log(2.0 * b)
+        log_noise = -pt.abs(z - k) / b - pt.log(as_float64(2.0 * b))
         return pt.logsumexp(log_count + log_noise, axis=-1)
     if method == "clt":
         mean = trials * p
@@ -194,6 +194,18 @@ def released_values(noisy: Any) -> Any:
 #: while a model's likelihood term is built (:func:`pymc_dp.model.observe.statistics_loglik`), so
 #: that every observed variable's numbers have their own name (nutpie updates them by name).
 RELEASE_NAME: contextvars.ContextVar[str] = contextvars.ContextVar("release_name", default="released_statistics")
+
+
+def released_scalar(value: float, suffix: str) -> Any:
+    """A public number of a release (its noise scale, say) as a named shared float64 scalar.
+
+    As a constant it would make every release a new graph, compiled afresh; as a shared
+    input (named ``<release name>_<suffix>``, unique per observed variable) the compiled
+    log density of one release serves the next.
+    """
+    import pytensor
+
+    return pytensor.shared(np.float64(value), name=f"{RELEASE_NAME.get()}_{suffix}")
 
 
 def as_float64(x: Any) -> Any:

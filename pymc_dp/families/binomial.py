@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ._noise_aware import laplace_marginal_count_logp
+from ._noise_aware import laplace_marginal_count_logp, released_scalar, released_values
 from .base import Family, checked_range, dist_params, rv_op_name, statistic_length
 from ._params import check_count, constant_count, scalar_param
 
@@ -133,7 +133,9 @@ class Binomial(Family):
                 "add/remove use noise_aware=False."
             )
         trials = int(round(n)) * self.n_trials
-        return laplace_marginal_count_logp(float(np.ravel(noisy)[0]), trials, params["p"], float(scale))
+        # the released count and the noise scale as shared inputs: the next release reuses the compiled graph
+        count = released_values(np.ravel(noisy)[:1])[0]
+        return laplace_marginal_count_logp(count, trials, params["p"], released_scalar(float(scale), "scale"))
 
     truncation_examples = {"p": "(0.05, 0.95)"}
 
