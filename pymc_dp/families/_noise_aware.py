@@ -305,19 +305,24 @@ def clt_noise_aware_logp(
             "(N private) it is not supported yet: use noise_aware=False."
         )
     b = float(scale)
-    count = float(n)
     mean = pt.as_tensor_variable(mean)
     values = (noisy if isinstance(noisy, pt.Variable) else released_values(noisy)).ravel()
+    if _length(mean, values) == 2 and noise_mixing is None:
+        from ._bivariate import bivariate_normal_laplace
+
+        count = float(n)
+        return bivariate_normal_laplace(values, count * mean, count * pt.as_tensor_variable(var), b)
+    # N and the noise scale as shared inputs (when the release's numbers are): a release at another N or ε
+    # then has the same graph, and its compiled density is reused
+    shared = not isinstance(noisy, pt.Variable)
+    count = released_scalar(float(n), "n") if shared and float(n) != 1.0 else float(n)
+    b_in = released_scalar(b, "scale") if shared and b != 1.0 else b
     if mean.type.ndim == 0:
         z = values[0]
         # A variance floor of (1e-10·b)² keeps the density finite when Var S → 0 (e.g. a
         # Poisson with μ far above U) and changes it by a relative O(1e-20): the noise dominates.
-        sd = pt.sqrt(count * var + (1e-10 * b) ** 2)
-        return normal_laplace_logpdf(z, count * mean, sd, b)
-    if _length(mean, values) == 2 and noise_mixing is None:
-        from ._bivariate import bivariate_normal_laplace
-
-        return bivariate_normal_laplace(values, count * mean, count * pt.as_tensor_variable(var), b)
+        sd = pt.sqrt(count * var + (1e-10 * b_in) ** 2)
+        return normal_laplace_logpdf(z, count * mean, sd, b_in)
     if noise_mixing is None:
         raise ValueError(
             f"the noise-aware {family} likelihood of several released numbers needs latent noise-mixing "
@@ -325,5 +330,5 @@ def clt_noise_aware_logp(
         )
     import pymc as pm
 
-    cov = count * pt.as_tensor_variable(var) + 2.0 * b * b * pt.diag(noise_mixing)
+    cov = count * pt.as_tensor_variable(var) + 2.0 * b_in * b_in * pt.diag(noise_mixing)
     return pm.logp(pm.MvNormal.dist(mu=count * mean, cov=cov), values)
