@@ -289,13 +289,16 @@ class LinearRegression(Family):
         low, high = lo - centre, hi - centre
         ranges = np.array([_range_of_square(low[a], high[a]) if a == b else _range_of_product(low[a], high[a], low[b], high[b])
                            for a, b in self._pairs])
-        spread = np.where(fixed, lo * lo, (high - low) ** 2 / 12.0)  # E z² of a fixed column, Var z of a uniform one
-        variances = np.array([(4.0 / 45.0) * ((high[a] - low[a]) / 2) ** 4 if a == b and not fixed[a] else spread[a] * spread[b]
-                              for a, b in self._pairs])
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused by .checked() below, from the bounds
+            spread = np.where(fixed, lo * lo, (high - low) ** 2 / 12.0)  # E z² of a fixed column, Var z of a uniform one
+        with np.errstate(over="ignore", invalid="ignore"):
+            variances = np.array([(4.0 / 45.0) * ((high[a] - low[a]) / 2) ** 4 if a == b and not fixed[a]
+                                  else spread[a] * spread[b] for a, b in self._pairs])
         moving = ranges > 0
         weights = np.ones(size)
-        weights[moving] = (ranges[moving] * variances[moving]) ** (-1.0 / 3.0)
-        weights[moving] /= weights[moving].max()
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # in logs: R·v overflows for wide boxes
+            log_weights = -(np.log(ranges[moving]) + np.log(variances[moving])) / 3.0
+        weights[moving] = np.exp(log_weights - log_weights.max())
         weights[~moving] = 1e8  # public coordinates (N·k²): no sensitivity, so their noise can be made negligible
         delta = float(np.sum(weights[moving] * ranges[moving]))
         names = self.statistic_names(neighbouring)
@@ -304,7 +307,9 @@ class LinearRegression(Family):
             + f" (the constant column {one} kept); weights ∝ (range × variance)^(−1/3), weighted sensitivity {delta:.6g}"
             + "; shares of ε " + ", ".join(f"{names[j]} {weights[j] * ranges[j] / delta:.3f}" for j in np.flatnonzero(moving))
         )
-        return ReleaseDesign(transform, offset, weights, delta, description, shift=centre)
+        return ReleaseDesign(transform, offset, weights, delta, description, shift=centre).checked(
+            f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}"
+        )
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """XᵀX onto the PSD cone, Xᵀy into its range, yᵀy ≥ Xᵀyᵀ(XᵀX)⁺Xᵀy ≥ 0; N̂ ≥ 1.

@@ -87,17 +87,30 @@ def centred_moment_design(lo: float, hi: float) -> ReleaseDesign:
     and Δ_w is the exact weighted sensitivity (:func:`moment_pair_sensitivity` on [−h, h]).
     """
     centre, half = lo / 2 + hi / 2, hi / 2 - lo / 2
+    # the records are centred in floating point: their range is [lo − c, hi − c] as rounded, which for a box a few
+    # ulps wide is not symmetric; the sensitivity is computed on that box, the weights on the symmetric one
+    low, high = lo - centre, hi - centre
+    if not (half > 0.0 and math.isfinite(half * half)):
+        raise ValueError(
+            f"bounds['x'] = ({lo:g}, {hi:g}) are too wide for a release in double precision (the centred squares "
+            "reach beyond 1e308); declare narrower bounds or rescale the data (e.g. to other units)."
+        )
     transform = np.array([[1.0, 0.0], [-2.0 * centre, 1.0]])  # (x − c, (x − c)²) = A (x, x²) + a
     offset = np.array([-centre, centre * centre])
-    weights, delta = optimal_weights(
-        lambda w: moment_pair_sensitivity(-half, half, float(w[0]), float(w[1])),
-        np.array([half * half / 3.0, 4.0 * half**4 / 45.0]),
-    )
-    shares = weights * np.array([2.0 * half, half * half]) / delta
+    # the weights are scale-free: found on the unit box [−1, 1] (record variances 1/3 and 4/45), then divided by h
+    # and h² (so that they weigh (x − c)/h and ((x − c)/h)²), without forming h⁴
+    unit, _ = optimal_weights(lambda w: moment_pair_sensitivity(-1.0, 1.0, float(w[0]), float(w[1])),
+                              np.array([1.0 / 3.0, 4.0 / 45.0]))
+    weights = np.array([unit[0], unit[1] / half]) / max(unit[0], unit[1] / half)
+    # rounded up by a relative 1e-12: the centred records' squares are computed in floating point
+    delta = moment_pair_sensitivity(low, high, float(weights[0]), float(weights[1])) * (1.0 + 1e-12)
+    ranges = np.array([high - low, max(low * low, high * high)])
+    shares = weights * ranges / delta
     description = (
-        f"records centred on the bounds' midpoint {centre:g} (Σ(x − c), Σ(x − c)²: own sensitivities "
-        f"{2.0 * half:g} and {half * half:g}); weights {weights[0]:.4g} and {weights[1]:.4g}, weighted sensitivity "
-        f"{delta:.6g}: shares {shares[0]:.3f} and {shares[1]:.3f} of ε"
+        f"records centred on the bounds' midpoint c = {float(centre)!r} (Σ(x − c), Σ(x − c)²: own sensitivities "
+        f"{ranges[0]:.6g} and {ranges[1]:.6g}); weights {float(weights[0])!r} and {float(weights[1])!r}, weighted sensitivity "
+        f"{delta:.6g}: shares {shares[0]:.3f} and {shares[1]:.3f} of ε (their sum exceeds 1 where no pair of "
+        "records moves both coordinates fully)"
     )
     return ReleaseDesign(transform, offset, weights, delta, description, shift=centre)
 

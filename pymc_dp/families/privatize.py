@@ -172,13 +172,14 @@ def prepare_statistics(
     fam = get_family(family, **family_args)
     checked_bounds = fam.check_bounds(bounds)
     # a tuple is a family's own multi-part record format, e.g. (X, y) for linear regression
+    # the design is computed (and refused, if the bounds cannot carry it) from the bounds alone, before any record
+    design = fam.release_design(checked_bounds, neighbouring)
     x = fam.records(data if isinstance(data, tuple) and fam.tuple_records else as_array(data, "data"))
     n = n_records(x)
     if n == 0:
         raise ValueError(f"{name}: data has no records.")
     repaired, malformed = fam.repair(x, checked_bounds)
     clipped, outside = fam.clip(repaired, checked_bounds)
-    design = fam.release_design(checked_bounds, neighbouring)
     total = fam.record_statistics(clipped, neighbouring).sum(axis=0)
     # the centred sums from the centred records themselves (far from zero, A·S + N·a would cancel digits)
     centred = total if design.shift is None else fam.record_statistics(design.centred_records(clipped), neighbouring).sum(axis=0)

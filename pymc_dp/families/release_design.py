@@ -15,10 +15,10 @@ A :class:`ReleaseDesign` fixes both faults with public constants only:
   the weighted vector ``y = w ⊙ Σᵢ s̃(xᵢ)`` is released with one Laplace mechanism of
   sensitivity ``Δ_w = max over neighbouring data of ‖Δy‖₁``. The noise on coordinate j
   of S̃ then has scale ``Δ_w / (w_j ε)``: coordinate j receives, in effect, the share
-  ``w_j Δ_j / Δ_w`` of ε (Δ_j its own sensitivity), and the shares sum to at most one
-  (to less when no single pair of records moves every coordinate at once — the exact
-  ``Δ_w`` collects that slack). One mechanism, one ledger entry, ε-DP exactly as
-  computed.
+  ``w_j Δ_j / Δ_w`` of ε (Δ_j its own sensitivity). The shares sum to one when a single
+  pair of records can move every coordinate by its full range, and to more when none can
+  (the Normal's sum to 1.30 on ages: the exact ``Δ_w`` collects that slack). One
+  mechanism, one ledger entry, ε-DP exactly as computed.
 
 The weights minimise, over the (public) weights, the sum of the noise-to-sampling
 variance ratios of the coordinates,
@@ -83,6 +83,20 @@ class ReleaseDesign:
         to cancellation).
         """
         return records if self.shift is None else records - self.shift
+
+    def checked(self, declared: str) -> "ReleaseDesign":
+        """This design, if every number of it is finite (weights positive, Δ_w positive); else a ValueError.
+
+        Called from the bounds alone, before any record is read, so that a design that cannot be
+        released (bounds too wide for double precision) is refused the same way whatever the records.
+        """
+        numbers = np.concatenate([self.transform.ravel(), self.offset, self.weights, [self.sensitivity]])
+        if np.all(np.isfinite(numbers)) and np.all(self.weights > 0) and self.sensitivity > 0:
+            return self
+        raise ValueError(
+            f"{declared} are too wide for a release in double precision (its centred products or their weights "
+            "overflow); declare narrower bounds or rescale the data (e.g. to other units)."
+        )
 
     @property
     def is_identity(self) -> bool:

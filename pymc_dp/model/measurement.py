@@ -285,16 +285,22 @@ class Measurement:
         Parameters
         ----------
         stats
-            The privatised statistics. Their unprojected ``noisy`` values are used
-            (the projected ``values`` no longer have a known noise distribution).
+            The privatised statistics. What was released is used: the unprojected
+            ``noisy`` values, or for a centred release (``stats.centred``: a Normal with
+            σ unknown, a regression with an intercept) the released vector
+            ``stats.released`` = ``w ⊙ (A S + N a)`` + noise, whose coordinates carry
+            independent noise of scale ``stats.scale`` (the family's statistics mapped
+            back from it do not: their noise is correlated and unequal).
         of
-            Optional expression of the true statistic(s), as for :class:`Measurement`.
+            Optional expression of the true statistic(s) S in the family's own
+            coordinates, as for :class:`Measurement`; for a centred release it is mapped
+            to the released coordinates, ``w ⊙ (A S + N a)``.
 
         Returns
         -------
         Measurement
-            value = ``stats.noisy``, scale = ``stats.scale``, mechanism =
-            ``stats.mechanism``, label = the family's name, source = ``stats``.
+            value = ``stats.noisy`` (or ``stats.released``), scale = ``stats.scale``,
+            mechanism = ``stats.mechanism``, label = the family's name, source = ``stats``.
 
         Raises
         ------
@@ -306,8 +312,16 @@ class Measurement:
                 f"stats must be the output of pmdp.privatize (a PrivateStatistics), got {type(stats).__name__}; "
                 "for another release build Measurement(value, scale, mechanism) directly."
             )
+        value = np.asarray(stats.noisy, dtype=float)
+        if stats.centred:
+            design = stats.design
+            value = np.asarray(stats.released, dtype=float)
+            if of is not None:
+                import pytensor.tensor as pt
+
+                of = design.weights * (pt.dot(design.transform, pt.as_tensor_variable(of)) + float(stats.n) * design.offset)
         return cls(
-            value=np.asarray(stats.noisy, dtype=float),
+            value=value,
             scale=float(stats.scale),
             mechanism=getattr(stats, "mechanism", "laplace"),
             of=of,
