@@ -133,7 +133,8 @@ def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float) -> An
     """Exact log p(z | p) for Laplace-noised multinomial counts: every histogram summed out.
 
     ``z`` are the k released counts (each the true count plus independent
-    Laplace(0, b) noise), ``trials`` = T the public total of the true counts and ``p``
+    Laplace(0, b) noise; NumPy, or a PyTensor vector of static length k), ``b`` a number or a
+    PyTensor scalar, ``trials`` = T the public total of the true counts and ``p``
     the k category probabilities. The multinomial factorises into a chain of
     binomials — c₁ ~ Binomial(T, q₁), c₂ | c₁ ~ Binomial(T − c₁, q₂), …, with
     ``q_j = p_j / (1 − p₁ − … − p_{j−1})`` and the last count what remains — so the
@@ -149,8 +150,13 @@ def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float) -> An
     import pytensor.tensor as pt
     from scipy.special import gammaln
 
-    z = np.asarray(z, dtype=float).ravel()
-    k, total = z.size, int(trials)
+    if isinstance(z, pt.Variable):  # a shared input (the compiled density then serves every release)
+        k = int(z.type.shape[-1])
+        z = z.ravel()
+    else:
+        z = np.asarray(z, dtype=float).ravel()
+        k = z.size
+    total = int(trials)
     p = as_float64(p)
     r = np.arange(total + 1, dtype=float)
     taken = r[:, None] - r[None, :]  # from r trials left to r′ left: taken = r − r′ ≥ 0
@@ -159,16 +165,16 @@ def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float) -> An
     log_choose = gammaln(r[:, None] + 1) - gammaln(taken + 1) - gammaln(r[:, None] - taken + 1)
     unreachable = -1e10  # finite, so that log-sum-exp over an all-unreachable column stays finite
     alpha = pt.as_tensor_variable(np.where(r == total, 0.0, unreachable))
-    log_norm = math.log(2.0 * b)
+    log_norm = pt.log(as_float64(2.0 * b))
     used = pt.zeros((), dtype="float64")
     for j in range(k - 1):
         q = p[j] / (1.0 - used)
         log_step = (
-            log_choose + taken * pt.log(q) + (r[:, None] - taken) * pt.log1p(-q) - np.abs(z[j] - taken) / b - log_norm
+            log_choose + taken * pt.log(q) + (r[:, None] - taken) * pt.log1p(-q) - pt.abs(z[j] - taken) / b - log_norm
         )
         alpha = pt.logsumexp(alpha[:, None] + pt.where(valid, log_step, unreachable), axis=0)
         used = used + p[j]
-    return pt.logsumexp(alpha - np.abs(z[k - 1] - r) / b - log_norm)
+    return pt.logsumexp(alpha - pt.abs(z[k - 1] - r) / b - log_norm)
 
 
 def released_values(noisy: Any) -> Any:

@@ -134,11 +134,13 @@ class HistogramNoiseAware:
         bounds: Mapping[str, Any] | None = None,
         noise_mixing: Any = None,
     ) -> Any:
-        from ._noise_aware import laplace_marginal_histogram_logp
+        from ._noise_aware import laplace_marginal_histogram_logp, released_scalar, released_values
 
         if neighbouring == "replace" and self.exact_histogram(n):
             trials = int(round(float(n))) * self.trials_per_record
-            return laplace_marginal_histogram_logp(noisy, trials, params["p"], scale)
+            # the released counts and the scale as shared inputs: the next release at this N reuses the compilation
+            counts = released_values(np.ravel(noisy))
+            return laplace_marginal_histogram_logp(counts, trials, params["p"], released_scalar(float(scale), "scale"))
         return super().noise_aware_loglik(  # type: ignore[misc]
             noisy, n, scale, neighbouring, params, bounds=bounds, noise_mixing=noise_mixing
         )
