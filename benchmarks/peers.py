@@ -31,8 +31,10 @@ whose pymc_dp 90 % equal-tailed interval covers the truth (per coordinate, avera
     python benchmarks/peers.py                  # 200 data sets per cell: results/peers.{json,md}
     python benchmarks/peers.py --datasets 20    # a quick look
     python benchmarks/peers.py --questions count histogram
+    python benchmarks/peers.py --stored-only    # the table from the runs stored so far
 
-Runs are stored as they finish (``results/peers_runs.jsonl``) and reused on a restart.
+Runs are stored as they finish (``results/peers_runs.jsonl``) and reused on a restart. The
+table's last column gives the number of data sets of each cell.
 """
 
 from __future__ import annotations
@@ -243,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", nargs="+", default=list(QUESTIONS), choices=QUESTIONS)
     parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES))
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
+    parser.add_argument("--stored-only", action="store_true",
+                        help="summarise the stored runs only (each cell over the data sets all three tools have)")
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -256,11 +260,15 @@ def main(argv: list[str] | None = None) -> int:
             for eps in args.epsilons:
                 runs: dict[str, list[Any]] = {tool: [] for tool in TOOLS}
                 for index in range(args.datasets):
+                    keys = {tool: f"{question}|{n}|{eps:g}|{index}|{tool}" for tool in TOOLS}
+                    if args.stored_only and not all(k in store.done for k in keys.values()):
+                        continue
                     data = dataset(pop, n, index)
                     for tool, answer in TOOLS.items():
-                        key = f"{question}|{n}|{eps:g}|{index}|{tool}"
-                        runs[tool].append(store.get(key, lambda: {"result": answer(question, data, eps, index)},
+                        runs[tool].append(store.get(keys[tool], lambda: {"result": answer(question, data, eps, index)},
                                                     echo=False)["result"])
+                if not runs["pymc_dp"]:
+                    continue
                 results[f"{question} | {n} | {eps:g}"] = summarise(runs, truth[question])
                 print(f"{question:15s} N={n:<6d} ε={eps:<4g}", json.dumps(results[f'{question} | {n} | {eps:g}']),
                       flush=True)
