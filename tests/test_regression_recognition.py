@@ -252,3 +252,19 @@ def test_the_normal_familys_plug_in_degeneracy_is_a_zero_released_spread():
     normal = get_family("normal")
     assert normal.plug_in_degeneracy(np.array([20.0, 40.0 + 1e-3]), 10.0) is None  # spread 1e-4 > 0
     assert "no spread" in normal.plug_in_degeneracy(np.array([20.0, 40.0]), 10.0)  # Σx² = (Σx)²/N
+
+
+@pytest.mark.parametrize("x_bounds", [[(-3.0, 3.0), (-3.0, 3.0)], ((-3.0, -1.0), (-3.0, 3.0, 5.0))])
+def test_covariate_bounds_that_cannot_be_meant_are_refused_before_spending(x_bounds):
+    """A list of per-covariate pairs reads as (lows, highs) and would make the covariates constants: refused."""
+    import pymc_dp as pmdp
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1.0, 1.0, (50, 2))
+    with pm.Model():
+        beta = pm.Normal("beta", 0.0, 5.0, shape=2)
+        pm.Normal("y", pm.Normal("a", 0.0, 5.0) + x @ beta, pm.HalfNormal("sigma", 2.0), observed=rng.normal(size=50))
+        ledger = pmdp.PrivacyLedger()
+        with pytest.raises(ValueError, match=r"bounds\['y'\]\['x'\].*one \(lo, hi\) pair for every covariate"):
+            pmdp.privatize_model(epsilon=1.0, bounds={"y": {"x": x_bounds, "y": (-5.0, 5.0)}}, ledger=ledger, rng=1)
+    assert not ledger.entries

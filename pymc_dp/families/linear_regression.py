@@ -303,8 +303,8 @@ class LinearRegression(Family):
         delta = float(np.sum(weights[moving] * ranges[moving]))
         names = self.statistic_names(neighbouring)
         description = (
-            "columns centred on their bounds' midpoints " + str([round(float(c), 6) for c in centre])
-            + f" (the constant column {one} kept); weights ∝ (range × variance)^(−1/3), weighted sensitivity {delta:.6g}"
+            f"columns (x_1, …, x_{self.n_features}, y) centred on their bounds' midpoints "
+            + str([float(c) for c in centre]) + f" (the constant column x_{one + 1} kept); weights ∝ (range × variance)^(−1/3), weighted sensitivity {delta:.6g}"
             + "; shares of ε " + ", ".join(f"{names[j]} {weights[j] * ranges[j] / delta:.3f}" for j in np.flatnonzero(moving))
         )
         return ReleaseDesign(transform, offset, weights, delta, description, shift=centre).checked(

@@ -179,8 +179,20 @@ def _prepare_regression(name: str, predictor: Any, y: np.ndarray, var_bounds: An
             f"bounds={{{name!r}: {{'x': (lo, hi), 'y': (lo, hi)}}}} (x: one pair for all covariates, or arrays of "
             f"{d}); records outside are clipped. Nothing was spent."
         )
+    shape = (f"'x' is one (lo, hi) pair for every covariate, e.g. (-3.0, 3.0), or a pair of arrays (lows, highs) "
+             f"with one value per covariate, e.g. ({[-3.0] * d}, {[3.0] * d}) for {d} covariate(s)")
+    try:
+        lows, highs = (np.broadcast_to(np.asarray(v, dtype=float), (d,)) for v in _pair(given["x"], name))
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds[{name!r}]['x'] = {given['x']!r} cannot be read: {shape}. Nothing was spent.") from None
+    flat = [j for j in range(d) if lows[j] == highs[j]]
+    if flat:
+        raise ValueError(
+            f"bounds[{name!r}]['x'] = {given['x']!r} gives covariate(s) {flat} a zero-width range [lo, lo]: the "
+            f"covariates would be constants. {shape}. Nothing was spent."
+        )
     if predictor.has_intercept:
-        lo, hi = (np.broadcast_to(np.asarray(v, dtype=float), (d,)) for v in _pair(given["x"], name))
+        lo, hi = lows, highs
         given["x"] = (np.r_[lo, 1.0], np.r_[hi, 1.0])
     family = LinearRegression(n_features=predictor.design.shape[1])
     records = np.column_stack([predictor.design, np.asarray(y, dtype=float).reshape(-1)])
@@ -514,8 +526,8 @@ def _warn_degenerate_plug_in(model: Any, stats: Mapping[str, PrivateStatistics],
         warnings.warn(
             f"{name!r}: {why}. The plug-in likelihood then grows without bound as σ → 0, so σ's posterior "
             "collapses there and the other parameters' posteriors are over-confident. Nothing more was spent. "
-            "Use a larger epsilon or more records, or the noise-aware likelihood (noise_aware=True for a Normal; "
-            "for a regression, pmdp.observe_stats with a covariate model, x_mu= and x_sigma=).",
+            "Use a larger epsilon or more records, or the noise-aware likelihood (noise_aware='auto', the "
+            "default, or True).",
             DegenerateReleaseWarning,
             stacklevel=4,
         )
