@@ -234,7 +234,7 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     for key, r in results.items():
         question, n, eps = key.split(" | ")
         cells = [f"{r[k]:.4g}" if k in r else "—" for k in ("rmse pymc_dp", "rmse OpenDP", "rmse diffprivlib")]
-        lines.append(f"| {question} | {n} | {eps} | {' | '.join(cells)} | {r.get('ratio to best peer', float('nan')):.2f} "
+        lines.append(f"| {question} | {n} | {eps} | {' | '.join(cells)} | {r.get('ratio to best peer', float('nan')):.2g} "
                      f"| {r['coverage']:.3f} ({r['datasets']}) |")
     return "\n".join(lines)
 
