@@ -32,7 +32,7 @@ on the records, N or ε — and are recorded in the ledger entry with the centri
 
 Everything after the release is post-processing: the statistics in the family's own
 coordinates are ``S = A⁻¹(z / w − N a)`` (N public), and the noise-aware likelihood
-models the released ``z`` directly (:func:`design_moments`).
+models the released ``z`` directly (:func:`designed_noise_aware_logp`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-__all__ = ["ReleaseDesign", "identity_design", "optimal_weights", "design_moments"]
+__all__ = ["ReleaseDesign", "identity_design", "optimal_weights", "centred_noise_aware_logp", "designed_noise_aware_logp"]
 
 
 @dataclass(frozen=True)
@@ -171,21 +171,6 @@ def optimal_weights(
     w = np.exp(np.concatenate([[0.0], ratios]))
     w = w / w.max()
     return w, float(weighted_sensitivity(w))
-
-
-def design_moments(design: ReleaseDesign, mean: Any, cov: Any, n: Any) -> tuple[Any, Any]:
-    """Mean and covariance of the released ``w ⊙ (A S + N a)`` when S ≈ Normal(N·mean, N·cov).
-
-    ``mean`` (length d) and ``cov`` (d×d) are one record's statistic moments (PyTensor);
-    ``n`` the number of records (a float or a PyTensor scalar). The design's constants
-    enter as NumPy arrays.
-    """
-    import pytensor.tensor as pt
-
-    a, w = design.transform, design.weights
-    centred_mean = pt.dot(a, mean) + design.offset
-    centred_cov = pt.dot(pt.dot(a, cov), a.T)
-    return n * w * centred_mean, n * (np.outer(w, w) * centred_cov)
 
 
 def centred_noise_aware_logp(stats: Any, params: Any, noise_mixing: Any = None) -> Any:
