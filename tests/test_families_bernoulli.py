@@ -127,14 +127,17 @@ def test_bad_arguments_spend_nothing():
     assert len(ledger) == 0
 
 
-def test_privatize_charges_the_ledger_once_with_a_laplace_event():
+def test_privatize_charges_the_ledger_once_with_a_discrete_laplace_event():
     ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=1.0))
     stats = pmdp.privatize(np.array([0, 1, 1, 0]), "bernoulli", 0.25, ledger=ledger, rng=1, name="answers")
     (entry,) = ledger.entries
     assert entry.id == stats.entry_id and entry.touched == "answers:successes"
     assert any("N (the number of records) is public" in a for a in entry.assumptions)
-    assert entry.event == {"type": "laplace", "noise_multiplier": pytest.approx(4.0)}
+    # a count is a whole number: discrete Laplace noise of scale Δ/ε = 4 (the geometric mechanism)
+    assert entry.mechanism == "geometric" == stats.mechanism
+    assert entry.event == {"type": "discrete_laplace", "noise_parameter": pytest.approx(0.25), "sensitivity": 1}
     assert stats.scale == pytest.approx(4.0) and stats.noise_source == "seeded" and stats.n == 4
+    assert float(stats.noisy[0]).is_integer()
     with pytest.raises(pmdp.BudgetExceededError):
         pmdp.privatize(np.array([0, 1]), "bernoulli", 0.8, ledger=ledger)
     assert len(ledger) == 1

@@ -437,7 +437,12 @@ def test_loglik_gradient_is_finite_and_matches_finite_differences(name: str, rel
 @pytest.mark.parametrize("relation", RELATIONS)
 @pytest.mark.parametrize("name", FAMILY_NAMES)
 def test_noise_scale_is_sensitivity_over_epsilon(name: str, relation: str) -> None:
-    """|Laplace(b)| is Exponential with mean b and sd b, so the mean of m draws is b ± 5·b/√m (5 SE)."""
+    """The noise has scale Δ/ε, checked on the mean of |noise| over m draws (±5 SE).
+
+    |Laplace(b)| is Exponential: mean b, sd b. Whole-number statistics get discrete Laplace
+    noise of scale s, pmf ∝ a^|k| with a = e^(−1/s): E|K| = 2a/(1 − a²), E K² = 2a/(1 − a)²,
+    and the sd of |K| is at most √(E K²).
+    """
     case = CASES[name]
     fam = case.family
     eps = 0.7
@@ -451,8 +456,15 @@ def test_noise_scale_is_sensitivity_over_epsilon(name: str, relation: str) -> No
         deviations[i] = out.noisy - exact
     assert out.scale == pytest.approx(scale, rel=1e-12)
     m = deviations.size
-    assert abs(np.abs(deviations).mean() - scale) <= 5 * scale / math.sqrt(m)
-    assert abs(deviations.mean()) <= 5 * math.sqrt(2) * scale / math.sqrt(m)  # centred: Var Laplace(b) = 2b²
+    if fam.integer_statistics(fam.check_bounds(case.bounds or None), relation):
+        assert out.mechanism == "geometric" and np.all(deviations == np.round(deviations))
+        a = math.exp(-1.0 / scale)
+        mean_abs, sd = 2 * a / (1 - a * a), math.sqrt(2 * a) / (1 - a)
+    else:
+        assert out.mechanism == "laplace"
+        mean_abs, sd = scale, math.sqrt(2) * scale  # Var Laplace(b) = 2b²
+    assert abs(np.abs(deviations).mean() - mean_abs) <= 5 * sd / math.sqrt(m)
+    assert abs(deviations.mean()) <= 5 * sd / math.sqrt(m)  # centred
 
 
 # --------------------------------------------------------------------------- bad input

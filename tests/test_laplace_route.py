@@ -201,7 +201,7 @@ def test_privacy_flag_returns_a_released_trace_with_its_ledger(records, tmp_path
     assert "diverging" in idata.sample_stats and "step_size" in idata.sample_stats
     assert not [s for s in idata.sample_stats.data_vars if "time" in s or "perf_counter" in s]
     led = pmdp.ledger(idata)
-    assert [(e.mechanism, e.epsilon, e.touched) for e in led.entries] == [("laplace", 0.5, "y:successes")]
+    assert [(e.mechanism, e.epsilon, e.touched) for e in led.entries] == [("geometric", 0.5, "y:successes")]
     path = tmp_path / "private.nc"
     idata.to_netcdf(path)
     assert pmdp.ledger(str(path)) == led

@@ -188,7 +188,8 @@ def test_laplace_flag_keeps_the_privatisation_entry_when_sampling_crashes(monkey
             pmdp.sample(50, epsilon=1.0, ledger=ledger, tune=10, chains=1, cores=1, **QUIET)
     assert seen["draws"] == 5
     (entry,) = ledger.entries
-    assert entry.mechanism == "laplace" and entry.epsilon == 1.0 and entry.noise_source == "secure"
+    # a count: discrete Laplace noise (the geometric mechanism)
+    assert entry.mechanism == "geometric" and entry.epsilon == 1.0 and entry.noise_source == "secure"
     assert ledger.total().epsilon == 1.0  # the noise was drawn; the crash adds nothing
 
 

@@ -331,13 +331,14 @@ def test_measurement_from_privatised_statistics():
     m = Measurement.from_statistics(released)
     np.testing.assert_array_equal(m.value, released.noisy)
     assert m.scale == 1.0 == released.scale
-    assert (m.mechanism, m.label, m.of, m.source) == ("laplace", "bernoulli", None, released)
+    assert (m.mechanism, m.label, m.of, m.source) == ("geometric", "bernoulli", None, released)  # a count
     with pm.Model() as model:
         p = pm.Beta("p", 1, 1)
         pot = observe_count_measurements("c", m, pm.Binomial.dist(n=300, p=p))
     # The release's ledger is recorded with the model, as with observe_stats.
     assert statistics_of(model) == [released]
-    want = laplace_marginal_count_logp(float(released.noisy[0]), 300, np.float64(0.4), 1.0, method="exact").eval()
+    want = laplace_marginal_count_logp(float(released.noisy[0]), 300, np.float64(0.4), 1.0, method="exact",
+                                       mechanism="geometric").eval()
     got = model.compile_logp(vars=[pot], jacobian=False)({"p_logodds__": _logit(0.4)})
     assert float(got) == pytest.approx(float(want), rel=1e-9)
     with pytest.raises(ValueError, match="output of pmdp.privatize"):

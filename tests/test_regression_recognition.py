@@ -163,6 +163,27 @@ def test_a_regression_observed_through_a_data_container_with_dims_is_privatised(
     assert any("covariates are modelled as Gaussian" in a and "y_x_mixing" in a for a in entry.assumptions)
     names = [v.name for v in private.model.free_RVs]
     assert names[:3] == ["a", "beta", "sigma"] and {"y_x_mu", "y_x_scale", "y_x_mixing", "y_noise_mixing"} <= set(names)
+    # the covariates are beta's columns: their variables carry beta's dim and coords
+    dims = private.model.named_vars_to_dims
+    assert tuple(dims["y_x_mu"]) == tuple(dims["y_x_scale"]) == ("coef",)
+    assert list(private.model.coords["coef"]) == ["x1", "x2"]
+
+
+def test_covariates_of_separate_terms_get_a_dim_labelled_by_their_coefficients():
+    import warnings
+
+    import pymc_dp as pmdp
+
+    rng = np.random.default_rng(5)
+    age, educ = rng.uniform(0.0, 1.0, (2, 80))
+    with pm.Model() as model:
+        a, b_age, b_educ = (pm.Normal(n, 0.0, 5.0) for n in ("a", "b_age", "b_educ"))
+        pm.Normal("y", a + b_age * age + b_educ * educ, pm.HalfNormal("sigma", 2.0), observed=age - educ)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        private = pmdp.privatize_model(model, 1.0, bounds={"y": {"x": (0.0, 1.0), "y": (-1.0, 1.0)}}, rng=1)
+    assert tuple(private.model.named_vars_to_dims["y_x_mu"]) == ("y_covariate",)
+    assert list(private.model.coords["y_covariate"]) == ["b_age", "b_educ"]
 
 
 def test_the_noise_aware_default_adds_no_plug_in_note_and_a_plug_in_choice_does():

@@ -216,7 +216,9 @@ FAMILIES = [
 def test_privatize(spy, family, data, bounds, args):
     ledger = PrivacyLedger()
     stats = pmdp.privatize(data, family, 1.0, bounds=bounds, ledger=ledger, **args)
-    (noisy,) = spy.results("add_laplace")
+    # whole-number statistics (counts, histograms, Poisson sums) get the secure discrete Laplace
+    (noisy,) = spy.results("add_discrete_laplace" if stats.mechanism == "geometric" else "add_laplace")
+    assert (stats.mechanism == "geometric") == (family in {"bernoulli", "binomial", "categorical", "poisson"})
     # the secure draw is what was released (for a centred design, the statistics follow from it)
     np.testing.assert_array_equal(np.atleast_1d(stats.released), np.atleast_1d(noisy))
     assert stats.noise_source == "secure"
@@ -272,8 +274,8 @@ def two_variable_model() -> pm.Model:
 def test_privatize_model(spy):
     ledger = PrivacyLedger()
     private = pmdp.privatize_model(two_variable_model(), 2.0, bounds={"z": {"upper": 5}}, ledger=ledger)
-    drawn = spy.results("add_laplace")
-    assert len(drawn) == 2
+    drawn = spy.results("add_discrete_laplace")  # both statistics are counts
+    assert len(drawn) == 2 and not spy.results("add_laplace")
     for stats, noisy in zip(private.statistics.values(), drawn):
         np.testing.assert_array_equal(np.atleast_1d(stats.noisy), np.atleast_1d(noisy))
         assert stats.noise_source == "secure"
@@ -305,7 +307,7 @@ def test_sample_privacy_flag(spy, monkeypatch):
         idata = pmdp.sample(20, method="laplace", epsilon=1.0, ledger=ledger, tune=20, chains=1, cores=1,
                             progressbar=False, compute_convergence_checks=False)
     (private,) = privatised
-    (noisy,) = spy.results("add_laplace")
+    (noisy,) = spy.results("add_discrete_laplace")  # the number of successes, a count
     np.testing.assert_array_equal(np.atleast_1d(private.statistics["y"].noisy), np.atleast_1d(noisy))
     only_secure(ledger)
     only_secure(pmdp.ledger(idata))

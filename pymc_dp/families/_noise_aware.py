@@ -56,6 +56,8 @@ __all__ = [
     "as_float64",
     "EXACT_SUM_MAX_TRIALS",
     "EXACT_HISTOGRAM_MAX_TRIALS",
+    "noise_log_density",
+    "laplace_equivalent_scale",
 ]
 
 #: Above this many possible values of the true count, the exact sum gives way to the
@@ -88,6 +90,45 @@ def normal_laplace_logpdf(z: Any, mean: Any, sd: Any, b: float) -> Any:
     return pt.logaddexp(t1, t2) - pt.log(as_float64(4.0 * b))
 
 
+def noise_log_density(d: Any, scale: Any, mechanism: str = "laplace") -> Any:
+    """``log p(d)`` of additive noise d with ``scale``: the Laplace density or the discrete Laplace pmf.
+
+    ``mechanism`` is ``"laplace"`` (density ``exp(−|d|/b) / 2b``) or ``"geometric"``
+    (the discrete Laplace on the integers, pmf ``tanh(1/2s) · exp(−|d|/s)``, the noise
+    of integer statistics). ``d`` and ``scale`` may be numbers or PyTensor expressions.
+    """
+    import pytensor.tensor as pt
+
+    if mechanism == "laplace":
+        return -pt.abs(d) / scale - pt.log(as_float64(2.0) * scale)
+    if mechanism == "geometric":
+        return pt.log(pt.tanh(as_float64(0.5) / scale)) - pt.abs(d) / scale
+    raise ValueError(f"mechanism must be 'laplace' or 'geometric', got {mechanism!r}.")
+
+
+def laplace_equivalent_scale(scale: Any, mechanism: str = "laplace") -> Any:
+    """The continuous Laplace scale with the variance of the release's noise.
+
+    For discrete Laplace noise of scale s (variance ``2q/(1−q)²``, q = e^{−1/s}) it is
+    ``1 / (2 sinh(1/2s))`` (slightly below s: 0.96 s at s = 1); the central-limit
+    likelihoods, which already treat the sum as continuous, model the noise with it.
+    ``scale`` may be a number (a float is returned) or a PyTensor expression. It is
+    floored at s/2, which it reaches at s ≈ 0.23, where the noise is 0 with probability
+    0.98: a histogram's central-limit covariance is singular but for the noise, and a
+    vanishing noise term would leave it numerically so. The variance this overstates,
+    below s²/2 ≤ 0.03, is nothing next to a sum's sampling variance.
+    """
+    if mechanism != "geometric":
+        return scale
+    if isinstance(scale, (int, float, np.floating, np.integer)):
+        x = 0.5 / float(scale)
+        return max(math.exp(-x) / -math.expm1(-2.0 * x), 0.5 * float(scale))
+    import pytensor.tensor as pt
+
+    x = 0.5 / scale
+    return pt.maximum(pt.exp(-x) / -pt.expm1(-2.0 * x), 0.5 * scale)
+
+
 def _length(mean: Any, values: Any) -> int | None:
     """The static number of coordinates of a statistic (from its mean or its released values)."""
     for v in (mean, values):
@@ -96,13 +137,17 @@ def _length(mean: Any, values: Any) -> int | None:
     return None
 
 
-def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, method: str = "auto") -> Any:
+def laplace_marginal_count_logp(
+    z: float, trials: int, p: Any, b: float, *, method: str = "auto", mechanism: str = "laplace"
+) -> Any:
     """log p(z | p) for a Laplace-noised Binomial(trials, p) count ``z`` with noise scale ``b``.
 
     ``method``: ``"exact"`` (sum over all counts), ``"clt"`` (normal approximation
     convolved with the noise) or ``"auto"`` (exact up to
     :data:`EXACT_SUM_MAX_TRIALS` trials, CLT above). ``p`` may be a scalar or a
     vector (e.g. a grid of values): the result has its shape. ``z`` and ``b`` may be symbolic.
+    ``mechanism="geometric"``: the noise is discrete Laplace of scale ``b`` (its pmf in the
+    exact sum; the continuous Laplace of the same variance in the CLT form, ``b`` then a number).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -113,12 +158,11 @@ def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, meth
     if method == "exact":
         k = pt.arange(int(trials) + 1)
         log_count = pm.logp(pm.Binomial.dist(n=int(trials), p=p[..., None]), k)
-        log_noise = -pt.abs(z - k) / b - pt.log(as_float64(2.0 * b))
-        return pt.logsumexp(log_count + log_noise, axis=-1)
+        return pt.logsumexp(log_count + noise_log_density(z - k, b, mechanism), axis=-1)
     if method == "clt":
         mean = trials * p
         sd = pt.sqrt(trials * p * (1 - p))
-        return normal_laplace_logpdf(z, mean, sd, b)
+        return normal_laplace_logpdf(z, mean, sd, laplace_equivalent_scale(b, mechanism))
     raise ValueError(f"method must be 'auto', 'exact' or 'clt', got {method!r}.")
 
 
@@ -129,7 +173,7 @@ def laplace_marginal_count_logp(z: float, trials: int, p: Any, b: float, *, meth
 EXACT_HISTOGRAM_MAX_TRIALS = 150
 
 
-def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float) -> Any:
+def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float, mechanism: str = "laplace") -> Any:
     """Exact log p(z | p) for Laplace-noised multinomial counts: every histogram summed out.
 
     ``z`` are the k released counts (each the true count plus independent
@@ -145,7 +189,8 @@ def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float) -> An
 
     and ``log p(z | p) = log Σ_r exp(α_k(r) + log Laplace(z_k − r; b))``. Cost:
     (k − 1)·(T + 1)² terms per evaluation (vectorised log-sum-exp, differentiable in p),
-    against O(T^(k−1)) for enumerating the histograms.
+    against O(T^(k−1)) for enumerating the histograms. ``mechanism="geometric"``: the
+    noise is discrete Laplace of scale ``b`` (:func:`noise_log_density`).
     """
     import pytensor.tensor as pt
     from scipy.special import gammaln
@@ -165,16 +210,16 @@ def laplace_marginal_histogram_logp(z: Any, trials: int, p: Any, b: float) -> An
     log_choose = gammaln(r[:, None] + 1) - gammaln(taken + 1) - gammaln(r[:, None] - taken + 1)
     unreachable = -1e10  # finite, so that log-sum-exp over an all-unreachable column stays finite
     alpha = pt.as_tensor_variable(np.where(r == total, 0.0, unreachable))
-    log_norm = pt.log(as_float64(2.0 * b))
     used = pt.zeros((), dtype="float64")
     for j in range(k - 1):
         q = p[j] / (1.0 - used)
         log_step = (
-            log_choose + taken * pt.log(q) + (r[:, None] - taken) * pt.log1p(-q) - pt.abs(z[j] - taken) / b - log_norm
+            log_choose + taken * pt.log(q) + (r[:, None] - taken) * pt.log1p(-q)
+            + noise_log_density(z[j] - taken, b, mechanism)
         )
         alpha = pt.logsumexp(alpha[:, None] + pt.where(valid, log_step, unreachable), axis=0)
         used = used + p[j]
-    return pt.logsumexp(alpha - pt.abs(z[k - 1] - r) / b - log_norm)
+    return pt.logsumexp(alpha + noise_log_density(z[k - 1] - r, b, mechanism))
 
 
 def released_values(noisy: Any) -> Any:

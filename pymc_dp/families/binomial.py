@@ -72,6 +72,10 @@ class Binomial(Family):
         cols = [x] if neighbouring == "replace" else [x, self.n_trials - x]
         return np.stack(cols, axis=1)
 
+    def integer_statistics(self, bounds: Mapping[str, Any], neighbouring: str) -> bool:
+        """Yes: counts of successes (and failures)."""
+        return True
+
     def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
         """L1 sensitivity ``n_trials`` under both relations.
 
@@ -120,11 +124,12 @@ class Binomial(Family):
         params: Mapping[str, Any],
         bounds: Mapping[str, Any] | None = None,
         noise_mixing: Any = None,
+        mechanism: str = "laplace",
     ) -> Any:
-        """``log p(z | p)``: the released count z = S + Laplace(scale), S ~ Binomial(N·n_trials, p) summed out.
+        """``log p(z | p)``: the released count z = S + noise(scale), S ~ Binomial(N·n_trials, p) summed out.
 
-        Exact (a sum over every possible count) up to
-        :data:`~pymc_dp.families._noise_aware.EXACT_SUM_MAX_TRIALS` trials, the
+        Exact (a sum over every possible count, against the noise's own density or pmf)
+        up to :data:`~pymc_dp.families._noise_aware.EXACT_SUM_MAX_TRIALS` trials, the
         normal-Laplace (CLT) form above. Needs N public (``"replace"``).
         """
         if neighbouring != "replace":
@@ -135,7 +140,9 @@ class Binomial(Family):
         trials = int(round(n)) * self.n_trials
         # the released count and the noise scale as shared inputs: the next release reuses the compiled graph
         count = released_values(np.ravel(noisy)[:1])[0]
-        return laplace_marginal_count_logp(count, trials, params["p"], released_scalar(float(scale), "scale"))
+        return laplace_marginal_count_logp(
+            count, trials, params["p"], released_scalar(float(scale), "scale"), mechanism=mechanism
+        )
 
     truncation_examples = {"p": "(0.05, 0.95)"}
 

@@ -133,6 +133,7 @@ class HistogramNoiseAware:
         params: Mapping[str, Any],
         bounds: Mapping[str, Any] | None = None,
         noise_mixing: Any = None,
+        mechanism: str = "laplace",
     ) -> Any:
         from ._noise_aware import laplace_marginal_histogram_logp, released_scalar, released_values
 
@@ -140,10 +141,16 @@ class HistogramNoiseAware:
             trials = int(round(float(n))) * self.trials_per_record
             # the released counts and the scale as shared inputs: the next release at this N reuses the compilation
             counts = released_values(np.ravel(noisy))
-            return laplace_marginal_histogram_logp(counts, trials, params["p"], released_scalar(float(scale), "scale"))
+            return laplace_marginal_histogram_logp(
+                counts, trials, params["p"], released_scalar(float(scale), "scale"), mechanism=mechanism
+            )
         return super().noise_aware_loglik(  # type: ignore[misc]
-            noisy, n, scale, neighbouring, params, bounds=bounds, noise_mixing=noise_mixing
+            noisy, n, scale, neighbouring, params, bounds=bounds, noise_mixing=noise_mixing, mechanism=mechanism
         )
+
+    def integer_statistics(self, bounds: Mapping[str, Any], neighbouring: str) -> bool:
+        """Yes: counts per category."""
+        return True
 
 
 def histogram_loglik_sensitivity(family: Family, ranges: Mapping[str, Any], trials: int) -> tuple[float, str]:

@@ -78,6 +78,10 @@ class Poisson(Family):
         cols = [x] if neighbouring == "replace" else [x, np.ones_like(x)]
         return np.stack(cols, axis=1)
 
+    def integer_statistics(self, bounds: Mapping[str, Any], neighbouring: str) -> bool:
+        """Yes: sums of whole counts, each clipped to the whole number ``upper``."""
+        return True
+
     def sensitivity(self, bounds: Mapping[str, Any], neighbouring: str) -> float:
         """U under replace (one record 0 ↔ U), U + 1 under add/remove (S by ≤ U and N by 1)."""
         upper = float(bounds["upper"])

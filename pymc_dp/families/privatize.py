@@ -10,7 +10,7 @@ import numpy as np
 from ..accounting.curator import curator_report
 from ..accounting import PrivacyLedger
 from ..accounting.validation import check_epsilon, check_neighbouring, check_noise_scale
-from ..mechanisms import laplace_mechanism
+from ..mechanisms import geometric_mechanism, laplace_mechanism
 from ._arrays import as_array, compute, n_records
 from .base import Family
 from .registry import get_family
@@ -55,7 +55,10 @@ def privatize(
     The records enter an exponential-family likelihood only through
     ``S(X) = Σᵢ s(xᵢ)``. This computes S (chunk by chunk for Dask data), adds
     Laplace noise of scale Δ/ε once (charged to ``ledger``, budget checked first),
-    and projects the result back onto valid statistics. Everything computed from
+    and projects the result back onto valid statistics. Whole-number statistics
+    (counts, histograms, Poisson sums) get the discrete Laplace noise of the same
+    scale instead (the geometric mechanism: ε-DP, exact integers, less variance;
+    ``result.mechanism == "geometric"``). Everything computed from
     the result afterwards — any model, prior, sampler, chain or number of draws —
     is post-processing and costs nothing more.
 
@@ -147,8 +150,21 @@ class PreparedStatistics:
     #: The exact released coordinates ``w ⊙ (A S + N a)`` (``exact`` itself for the identity design).
     exact_released: np.ndarray | None = field(default=None, repr=False)
 
-    def laplace_event(self, epsilon: float) -> dict[str, Any]:
+    @property
+    def mechanism(self) -> str:
+        """``"geometric"`` (discrete Laplace) for whole-number statistics released as they are, else ``"laplace"``.
+
+        Decided from public facts alone: the family, the bounds, the design and Δ.
+        """
+        design = self.design
+        whole = float(self.sensitivity).is_integer() and (design is None or design.is_identity)
+        return "geometric" if whole and self.family.integer_statistics(self.bounds, self.neighbouring) else "laplace"
+
+    def release_event(self, epsilon: float) -> dict[str, Any]:
         """The ledger event of releasing these statistics at ``epsilon``."""
+        if self.mechanism == "geometric":
+            return {"type": "discrete_laplace", "noise_parameter": epsilon / self.sensitivity,
+                    "sensitivity": int(self.sensitivity)}
         return {"type": "laplace", "noise_multiplier": 1.0 / epsilon}
 
 
@@ -227,7 +243,9 @@ def release_statistics(
     rng: Any = None,
     assumptions: Sequence[str] = (),
 ) -> PrivateStatistics:
-    """Add Laplace noise to prepared statistics (charging ``ledger`` first) and project them.
+    """Add Laplace noise (discrete for whole-number statistics) to prepared statistics and project them.
+
+    ``ledger`` is charged first.
 
     ``assumptions`` are added to the ledger entry's (besides the public N under replace).
     """
@@ -240,9 +258,11 @@ def release_statistics(
     assumptions = ((PUBLIC_N,) if prepared.neighbouring == "replace" else ()) + tuple(assumptions)
     design = prepared.design or identity_design(prepared.sensitivity, len(names))
     exact = prepared.exact if prepared.exact_released is None else prepared.exact_released
-    released, entry = laplace_mechanism(exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
-                                        touched=touched, assumptions=assumptions, return_entry=True,
-                                        details=design.ledger_details(names, eps))
+    mechanism = prepared.mechanism
+    release = geometric_mechanism if mechanism == "geometric" else laplace_mechanism
+    released, entry = release(exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
+                              touched=touched, assumptions=assumptions, return_entry=True,
+                              details=design.ledger_details(names, eps))
     released = np.atleast_1d(np.asarray(released, dtype=float))
     public_n = prepared.n if prepared.neighbouring == "replace" else None
     # post-processing: back to the family's own statistics (a centred design needs N, public under replace)
@@ -263,6 +283,7 @@ def release_statistics(
         entry_id=entry.id,
         noise_source=entry.noise_source,
         ledger=ledger,
+        mechanism=mechanism,
         design=design,
         released=released,
     )

@@ -37,7 +37,7 @@ class PrivateStatistics:
         the statistics when it is not (``"add_remove"``).
     epsilon, sensitivity, scale
         The privacy parameter spent, the L1 sensitivity Δ of what was released and the
-        Laplace scale Δ/ε of its noise.
+        scale Δ/ε of its (Laplace or discrete Laplace) noise.
     neighbouring
         The neighbouring relation the sensitivity was computed under.
     bounds
@@ -49,7 +49,8 @@ class PrivateStatistics:
     ledger
         The ledger that was charged.
     mechanism
-        ``"laplace"``.
+        ``"laplace"``, or ``"geometric"`` for whole-number statistics (counts, histograms,
+        Poisson sums) released as they are: discrete Laplace noise of scale Δ/ε.
     design
         How the statistics were released (:class:`~pymc_dp.families.release_design.ReleaseDesign`):
         for a Normal with σ unknown, centred on the bounds' midpoint with ε divided between

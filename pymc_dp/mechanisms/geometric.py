@@ -10,7 +10,7 @@ choice for counts (and histograms: Δ = 2 under replace-one, 1 under add/remove)
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -74,7 +74,9 @@ def geometric_mechanism(
     ledger: "PrivacyLedger",
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     touched: str = "",
+    assumptions: Sequence[str] = (),
     return_entry: bool = False,
+    details: Mapping[str, Any] | None = None,
 ) -> Any:
     """Release integer ``value`` with discrete Laplace noise, pmf ∝ ``exp(-|k| ε / Δ)`` (ε-DP).
 
@@ -97,11 +99,16 @@ def geometric_mechanism(
         :class:`~pymc_dp.mechanisms.NoiseSource`.
     touched
         What the release touched, e.g. ``"y:count"``; stored in the ledger entry.
-
+    assumptions
+        Conditions the guarantee rests on (e.g. that N is public); stored in the ledger entry.
     return_entry
         Also return the :class:`~pymc_dp.accounting.LedgerEntry` this release
         recorded, as ``(value, entry)`` (the entry is the ledger's record of this
         spend, whatever else spends from the ledger concurrently).
+    details
+        Further public facts about the release for the entry's ``details``;
+        JSON-serialisable values only.
+
     Returns
     -------
     int or numpy.ndarray
@@ -132,12 +139,15 @@ def geometric_mechanism(
     touched = _check_touched(touched)
     ledger = _require_ledger(ledger)
     source = resolve_noise_source(rng)
+    if isinstance(assumptions, str):
+        raise ValueError("assumptions must be a sequence of strings, e.g. ('N is public',), not a string.")
 
     scale = _scale_for(float(sens), eps) if sens > 0 else 0.0
     return release_with_additive_noise(
         arr, value, mechanism="geometric", epsilon=eps, delta=0.0, sensitivity=sens, scale=scale,
         event={"type": "discrete_laplace", "noise_parameter": 1.0 / scale, "sensitivity": sens} if sens > 0 else None,
-        details={"norm": "l1"}, ledger=ledger, source=source, touched=touched, add=source.add_discrete_laplace,
+        details={**(details or {}), "norm": "l1"}, ledger=ledger, source=source, touched=touched,
+        assumptions=tuple(str(a) for a in assumptions), add=source.add_discrete_laplace,
         dtype=np.int64, return_entry=return_entry,
     )
 

@@ -14,7 +14,10 @@ priors read off the declared bounds alone:
   is ``L Lᵀ`` with ``L[i, i] = x_scale[i]`` and ``L[i, j] = x_mixing · x_scale[i]``
   (j < i), so correlated covariates are modelled as such.
 
-A constant column (the intercept's ones) has mean its value and no variance. These
+``<y>_x_mu`` and ``<y>_x_scale`` carry the model's own dim when the covariates are the
+columns of one ``X @ beta`` whose ``beta`` has one (``dims="predictor"``: the same
+coords); otherwise a dim ``<y>_covariate`` labelled by the coefficients' names
+(``"b_age"``, ``"beta[1]"``). A constant column (the intercept's ones) has mean its value and no variance. These
 parameters are inferred from the released statistics with the regression's (they appear
 in the released trace, as post-processing of the release); the covariates' first two
 moments are all the central-limit likelihood uses, so a covariate that is not Gaussian
@@ -23,13 +26,13 @@ changes only how the sampling spread of the sums is modelled, not their means.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .._compat import model_var
 
-__all__ = ["covariate_parameters", "COVARIATE_ASSUMPTION"]
+__all__ = ["covariate_parameters", "covariate_dim", "COVARIATE_ASSUMPTION", "NEW_COORDS_TAG"]
 
 #: What the ledger records of a noise-aware regression (a modelling assumption, not a privacy one).
 COVARIATE_ASSUMPTION = (
@@ -39,20 +42,56 @@ COVARIATE_ASSUMPTION = (
 )
 
 
-def _free(name: str, dist: Any, new_outputs: list[Any], transform: Any = None) -> Any:
-    """``dist`` as a free variable ``name`` of a model graph (FunctionGraph form), queued in ``new_outputs``."""
+#: The tag a new variable's own coords ride on, ``{dim: labels}``, for the rebuilt model to register.
+NEW_COORDS_TAG = "pymc_dp_new_coords"
+
+
+def covariate_dim(name: str, columns: Sequence[tuple[str | None, str | None, int]]) -> tuple[tuple[str, ...], Any]:
+    """``(dims, labels)`` of the covariate variables: the model's own dim, or a new labelled one.
+
+    The model's dim when every column comes, in order, from one coefficient vector with one
+    dim (its coords already in the model); else ``<name>_covariate`` labelled
+    ``"coef"``/``"coef[j]"`` (``None`` labels: no columns known, so no dims).
+    """
+    if not columns:
+        return (), None
+    owners = {(c, d) for c, d, _ in columns}
+    if len(owners) == 1:
+        (coef, dim), = owners
+        if dim is not None and [j for _, _, j in columns] == list(range(len(columns))):
+            return (dim,), None
+    widths = {c: sum(1 for c2, _, _ in columns if c2 == c) for c, _, _ in columns}
+    labels = [
+        f"x{i}" if c is None else (c if widths[c] == 1 else f"{c}[{j}]") for i, (c, _, j) in enumerate(columns)
+    ]
+    if len(set(labels)) < len(labels):  # e.g. two unnamed terms: positions only
+        labels = [f"x{i}" for i in range(len(columns))]
+    return (f"{name}_covariate",), tuple(labels)
+
+
+def _free(name: str, dist: Any, new_outputs: list[Any], transform: Any = None, dims: Sequence[str] = (),
+          labels: Any = None) -> Any:
+    """``dist`` as a free variable ``name`` of a model graph (FunctionGraph form), queued in ``new_outputs``.
+
+    ``labels``: the coords of a new dim ``dims[0]``, tagged on the variable for the rebuilt model.
+    """
     dist.name = name
     value = dist.type(name=f"{name}_log__" if transform is not None else name)
-    var = model_var("free", dist, name, value=value, transform=transform)
+    var = model_var("free", dist, name, value=value, transform=transform, dims=dims)
+    if labels is not None:
+        setattr(var.tag, NEW_COORDS_TAG, {dims[0]: tuple(labels)})
     new_outputs.append(var)
     return var
 
 
-def covariate_parameters(name: str, family: Any, bounds: Mapping[str, Any], new_outputs: list[Any]) -> dict[str, Any]:
+def covariate_parameters(name: str, family: Any, bounds: Mapping[str, Any], new_outputs: list[Any],
+                         columns: Sequence[tuple[str | None, str | None, int]] = ()) -> dict[str, Any]:
     """``{"x_mu": …, "x_cov": …}`` for the regression ``name``: new free variables, see the module docstring.
 
     ``family`` is the :class:`~pymc_dp.families.LinearRegression` of the release and
     ``bounds`` its checked bounds (the box of every feature, an intercept column (1, 1)).
+    ``columns`` names each covariate column, ``(coefficient name, its dim, index)``
+    (:attr:`~pymc_dp.model.regression.LinearPredictor.columns`), for the variables' dims.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -67,8 +106,11 @@ def covariate_parameters(name: str, family: Any, bounds: Mapping[str, Any], new_
     x_cov = pt.zeros((lo.size, lo.size), dtype="float64")
     if k == 0:
         return {"x_mu": x_mu, "x_cov": x_cov}
-    mean = _free(f"{name}_x_mu", pm.Normal.dist(mid, half, shape=k), new_outputs)
-    scale = _free(f"{name}_x_scale", pm.HalfNormal.dist(half, shape=k), new_outputs, transform=log)
+    # the columns name the covariates; an intercept column (last, constant) is never among the moving ones
+    dims, labels = covariate_dim(name, [columns[j] for j in moving] if moving.size and moving.max() < len(columns) else [])
+    mean = _free(f"{name}_x_mu", pm.Normal.dist(mid, half, shape=k), new_outputs, dims=dims, labels=labels)
+    scale = _free(f"{name}_x_scale", pm.HalfNormal.dist(half, shape=k), new_outputs, transform=log, dims=dims,
+                  labels=labels)
     chol = pt.diag(scale)
     if k > 1:
         rows, cols = np.tril_indices(k, -1)

@@ -53,7 +53,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..families import PrivateStatistics
-from ..families._noise_aware import as_float64
+from ..families._noise_aware import as_float64, noise_log_density
 from ..families.base import dist_params, rv_op_name
 from ..mechanisms.geometric import geometric_variance
 from ._graph import ancestors, data_leaves, describe_leaf
@@ -140,23 +140,14 @@ def _broadcast_problem(shape: Sequence[Any], target: tuple[int, ...]) -> bool:
     return False
 
 
-def _geometric_log_norm(s: float) -> float:
-    """``log((1-a)/(1+a))`` with ``a = exp(-1/s)``: the log pmf of the discrete Laplace at 0."""
-    return math.log(-math.expm1(-1.0 / s)) - math.log1p(math.exp(-1.0 / s))
-
-
 def _elementwise_logp(mechanism: str, scale: float, z: Any, t: Any) -> Any:
     """``log p(z | t)`` elementwise (broadcasting) for additive noise of ``mechanism`` and ``scale``."""
     import pytensor.tensor as pt
 
     d = z - t
-    if mechanism == "laplace":
-        return -pt.abs(d) / scale - math.log(2.0 * scale)
     if mechanism == "gaussian":
         return -0.5 * (d / scale) ** 2 - math.log(scale) - 0.5 * math.log(2.0 * math.pi)
-    if mechanism == "geometric":
-        return _geometric_log_norm(scale) - pt.abs(d) / scale
-    raise AssertionError(mechanism)  # pragma: no cover - validated in Measurement
+    return noise_log_density(d, as_float64(scale), mechanism)
 
 
 def _as_measurements(measurements: Any, func: str) -> list["Measurement"]:

@@ -93,7 +93,8 @@ def _statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], nois
 
             return centred_noise_aware_logp(stats, params, mixing)
         return family.noise_aware_loglik(
-            stats.noisy, stats.n, stats.scale, stats.neighbouring, params, bounds=stats.bounds, noise_mixing=mixing
+            stats.noisy, stats.n, stats.scale, stats.neighbouring, params, bounds=stats.bounds, noise_mixing=mixing,
+            mechanism=stats.mechanism,
         )
     return family.loglik(released_values(stats.values), float(stats.n), params)
 

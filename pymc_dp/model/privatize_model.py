@@ -30,7 +30,7 @@ from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths
-from .covariate_model import COVARIATE_ASSUMPTION, covariate_parameters
+from .covariate_model import COVARIATE_ASSUMPTION, NEW_COORDS_TAG, covariate_parameters
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
 
@@ -222,7 +222,7 @@ def _statistics_likelihoods(
             predictor = linear_regression_of(node.inputs[0], rows, free, sizes)
             params = {"beta": predictor.coefficients, "sigma": predictor.sigma}
             if noise_aware[name]:  # its likelihood needs a model of the covariates
-                params.update(covariate_parameters(name, s.family, s.bounds, new_outputs))
+                params.update(covariate_parameters(name, s.family, s.bounds, new_outputs, predictor.columns))
         else:
             _, params = s.family.from_dist(node.inputs[0])
         make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
@@ -340,6 +340,9 @@ def rebuild_with_likelihoods(
         )
     for out in new_outputs:
         fg.add_output(out, import_missing=True)
+        for dim, labels in getattr(out.tag, NEW_COORDS_TAG, {}).items():  # a new variable's own (public) coords
+            fg._coords = {**getattr(fg, "_coords", {}), dim: labels}
+            fg._dim_lengths = {**getattr(fg, "_dim_lengths", {}), dim: pt.constant(len(labels))}
     model_vars = [out.owner for out in fg.outputs if out.owner is not None and isinstance(out.owner.op, ModelVar)]
     used_dims = {d for node in model_vars for d in model_var_parts(node).dims}
     fg._coords = {k: v for k, v in fg._coords.items() if k in used_dims}
@@ -477,9 +480,9 @@ class PrivatizationPlan:
     neighbouring: str
 
     def entries(self) -> list[LedgerEntry]:
-        """The Laplace releases :meth:`release` makes, one per private observed variable."""
+        """The releases :meth:`release` makes (Laplace, or discrete Laplace for counts), one per private observed variable."""
         return [
-            LedgerEntry("laplace", self.shares[n], event=p.laplace_event(self.shares[n]), neighbouring=self.neighbouring)
+            LedgerEntry(p.mechanism, self.shares[n], event=p.release_event(self.shares[n]), neighbouring=self.neighbouring)
             for n, p in self.prepared.items()
         ]
 

@@ -32,6 +32,9 @@ class LinearPredictor:
     sigma: Any
     has_intercept: bool
     covariates: int
+    #: Per covariate column (the intercept's excluded): ``(coefficient name, its dim, index)``, from the
+    #: model's own names; ``(None, None, j)`` where the coefficient has no name.
+    columns: tuple[tuple[str | None, str | None, int], ...] = ()
 
 
 def _strip(var: Any) -> Any:
@@ -171,12 +174,14 @@ def _linear_predictor(mu: Any, context: tuple[list, list], records: int,
     """
     import pytensor.tensor as pt
 
-    designs, coefficients, intercepts = [], [], []
+    designs, coefficients, intercepts, columns = [], [], [], []
     for sign, term in _terms(mu):
         found = _product(term, context, records)
         if found is not None:
             designs.append(found[0])
             coefficients.append(sign * pt.cast(found[1], "float64"))
+            name, dim = _coefficient_name(found[1])
+            columns += [(name, dim, j) for j in range(found[0].shape[1])]
             continue
         scalar = _model_scalar(term, context)
         if scalar is None:
@@ -192,7 +197,22 @@ def _linear_predictor(mu: Any, context: tuple[list, list], records: int,
     if intercepts:
         X = np.column_stack([X, np.ones(records)])
         beta = pt.concatenate([beta, pt.add(*intercepts)[None] if len(intercepts) > 1 else intercepts[0][None]])
-    return X, beta, bool(intercepts)
+    return X, beta, bool(intercepts), tuple(columns)
+
+
+def _coefficient_name(coefficients: Any) -> tuple[str | None, str | None]:
+    """The model's name of a term's coefficient vector and its one dim (``b`` of ``b * x``: its name, no dim)."""
+    from pymc.model.fgraph import ModelVar
+
+    from .._compat import model_var_parts
+
+    var = _undim(_strip(coefficients))
+    if var.owner is not None and type(var.owner.op).__name__ == "MakeVector" and len(var.owner.inputs) == 1:
+        var = _undim(_strip(var.owner.inputs[0]))
+    if var.owner is not None and isinstance(var.owner.op, ModelVar):
+        parts = model_var_parts(var.owner)
+        return parts.name, (parts.dims[0] if len(parts.dims) == 1 and var.type.ndim == 1 else None)
+    return getattr(var, "name", None), None
 
 
 def linear_regression_of(rv: Any, records: int, blockers: list, public: list) -> LinearPredictor | None:
@@ -212,8 +232,8 @@ def linear_regression_of(rv: Any, records: int, blockers: list, public: list) ->
     found = _linear_predictor(mu, context, records)
     if found is None:
         return None
-    X, coefficients, intercept = found
-    return LinearPredictor(X, coefficients, _model_scalar(sigma, context), intercept, X.shape[1] - intercept)
+    X, coefficients, intercept, columns = found
+    return LinearPredictor(X, coefficients, _model_scalar(sigma, context), intercept, X.shape[1] - intercept, columns)
 
 
 def _is_one(var: Any) -> bool:
@@ -270,5 +290,5 @@ def logistic_regression_of(rv: Any, records: int, blockers: list, public: list,
     found = _linear_predictor(eta, context, records, why)
     if found is None:
         return None
-    X, coefficients, intercept = found
-    return LinearPredictor(X, coefficients, None, intercept, X.shape[1] - intercept)
+    X, coefficients, intercept, columns = found
+    return LinearPredictor(X, coefficients, None, intercept, X.shape[1] - intercept, columns)
