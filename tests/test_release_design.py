@@ -16,7 +16,7 @@ import pytest
 
 import pymc_dp as pmdp
 from pymc_dp.families import Family, Normal
-from pymc_dp.families.normal import centred_moment_design, moment_pair_sensitivity
+from pymc_dp.families.normal import centred_add_remove_design, centred_moment_design, moment_pair_sensitivity
 from pymc_dp.families.release_design import identity_design, optimal_weights
 
 AGES = (18.0, 80.0)
@@ -72,9 +72,10 @@ def test_the_release_and_its_ledger_entry_say_how_it_was_centred_and_divided():
     # post-processing back to the family's own statistics: S = A⁻¹(z / w − N a)
     np.testing.assert_allclose(stats.noisy, stats.design.backward(stats.released, 500))
     np.testing.assert_allclose(stats.design.forward(stats.noisy, 500), stats.released, rtol=1e-10)
-    # σ known, and add/remove (N private), release the statistics themselves
+    # σ known under replace releases Σx itself; under add/remove (N private) the count goes with the centred sums
     assert not pmdp.privatize(x, "normal", 1.0, bounds={"x": AGES}, rng=1, sigma=10.0).centred
-    assert not pmdp.privatize(x, "normal", 1.0, bounds={"x": AGES}, rng=1, neighbouring="add_remove").centred
+    private_n = pmdp.privatize(x, "normal", 1.0, bounds={"x": AGES}, rng=1, neighbouring="add_remove")
+    assert private_n.centred and "the count released with the centred sums" in private_n.ledger.entries[0].details["design"]
 
 
 def test_centring_is_exact_far_from_zero():
@@ -119,6 +120,57 @@ def test_the_centred_release_is_more_accurate_than_the_joint_one_it_replaces(n, 
     centred = _plug_in_errors(Normal.release_design, n, epsilon)
     assert centred[0] * 3 < joint[0]
     assert centred[1] * 1.5 < joint[1]
+
+
+@pytest.mark.parametrize("known_sigma", [False, True], ids=["sigma-unknown", "sigma-known"])
+@pytest.mark.parametrize("lo, hi", [(18.0, 80.0), (-3.0, 10.0), (1e3, 1e3 + 2.0), (-50.0, -40.0)])
+def test_the_add_remove_design_is_linear_and_its_sensitivity_is_one_records_largest_weighted_row(lo, hi, known_sigma):
+    design = centred_add_remove_design(lo, hi, known_sigma)
+    assert not design.offset.any()  # undone without N, which is private under add/remove
+    fam = Normal(sigma=1.0) if known_sigma else Normal()
+    x = np.linspace(lo, hi, 2001)
+    rows = fam.record_statistics(x, "add_remove")
+    # the released vector of one record, w ⊙ A s(x), from the shifted records as the release computes it
+    shifted = design.weights * fam.record_statistics(design.centred_records(x), "add_remove")
+    np.testing.assert_allclose(shifted, design.weights * (rows @ design.transform.T), rtol=1e-9, atol=1e-9 * hi * hi)
+    largest = np.abs(shifted).sum(axis=1).max()
+    assert largest <= design.sensitivity <= largest * (1 + 1e-9)  # attained at an end of the box
+    # forward then backward is the identity whatever "N" is passed: the design has no offset
+    exact = rows[:37].sum(axis=0)
+    np.testing.assert_allclose(design.backward(design.forward(exact, 0.0), 12345.0), exact, rtol=1e-9)
+
+
+def test_the_add_remove_release_is_far_more_accurate_than_the_uncentred_one():
+    """Plug-in mean and variance under add/remove (N private, released with the sums), N = 1000, ε = 1.
+
+    Uncentred, (Σx, Σx², N) share Δ = 80 + 80² + 1 = 6,481; centred and divided, Δ_w ≈ 3.3 with weights that
+    put noise ≈ 114/ε on Σ(x − c), ≈ 2,270/ε on Σ(x − c)² and ≈ 3.3/ε on N. Measured: the mean's RMSE falls
+    from 31 to 0.17 and the variance's from 149 to 3.9 (400 releases; relative standard errors of a few per
+    cent). Requiring 20× and 5× leaves a wide margin against chance and fails on any design that loses the gain.
+    """
+    from dataclasses import replace
+
+    from pymc_dp.families.privatize import prepare_statistics, release_statistics
+
+    x = np.clip(np.random.default_rng(0).normal(42.0, 12.0, 1000), *AGES)
+    rng = np.random.default_rng(1)
+    prepared = prepare_statistics(x, "normal", bounds={"x": AGES}, neighbouring="add_remove")
+    plain = identity_design(prepared.family.sensitivity(prepared.bounds, "add_remove"), 3)
+    assert plain.sensitivity == 6481.0 and prepared.sensitivity < 3.5
+    uncentred = replace(prepared, design=plain, sensitivity=plain.sensitivity, exact_released=prepared.exact)
+    errors = {}
+    for label, prep in (("centred", prepared), ("uncentred", uncentred)):
+        out = []
+        for _ in range(400):
+            ledger = pmdp.PrivacyLedger(neighbouring="add_remove")
+            v = release_statistics(prep, 1.0, ledger=ledger, rng=rng).values
+            mean = v[0] / v[2]
+            out.append([mean - x.mean(), v[1] / v[2] - mean * mean - x.var()])
+        errors[label] = np.sqrt(np.mean(np.square(out), axis=0))
+    assert errors["centred"][0] * 20 < errors["uncentred"][0]
+    assert errors["centred"][1] * 5 < errors["uncentred"][1]
+    (entry,) = ledger.entries
+    assert entry.details["sensitivity"] == plain.sensitivity  # the last release was the uncentred one
 
 
 def test_identity_design_is_the_plain_release():

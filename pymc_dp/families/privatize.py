@@ -265,8 +265,11 @@ def release_statistics(
                               details=design.ledger_details(names, eps))
     released = np.atleast_1d(np.asarray(released, dtype=float))
     public_n = prepared.n if prepared.neighbouring == "replace" else None
-    # post-processing: back to the family's own statistics (a centred design needs N, public under replace)
-    noisy = released if design.is_identity else design.backward(released, float(prepared.n))
+    # post-processing: back to the family's own statistics. A design with an offset needs N, public under replace;
+    # under add/remove the count is released with the sums, and the design is linear in them (no offset, no N).
+    if public_n is None and design.offset.any():
+        raise AssertionError("a design with an offset needs N public")  # pragma: no cover - guarded by the families
+    noisy = released if design.is_identity else design.backward(released, float(public_n or 0))
     values = fam.project(noisy, public_n, prepared.bounds, prepared.neighbouring)
     n_out = float(prepared.n) if public_n is not None else fam.n_from_statistics(values, prepared.neighbouring)
     return PrivateStatistics(
