@@ -25,7 +25,8 @@ Questions (each answered with the total ε of the cell):
   (OpenDP has no regression).
 
 Reported per cell: each tool's RMSE over the data sets (for a vector answer, the root of the
-mean summed squared error), pymc_dp's RMSE over the best peer's, and the share of data sets
+mean summed squared error), pymc_dp's RMSE over the best peer's (± its Monte Carlo standard
+error, a paired bootstrap over the data sets), and the share of data sets
 whose pymc_dp 90 % equal-tailed interval covers the truth (per coordinate, averaged).
 
     python benchmarks/peers.py                  # 200 data sets per cell: results/peers.{json,md}
@@ -223,19 +224,38 @@ def summarise(runs: dict[str, dict[str, Any]], truth: np.ndarray) -> dict[str, A
     peers = [v for k, v in out.items() if k.startswith("rmse ") and k != "rmse pymc_dp"]
     if peers:
         out["ratio to best peer"] = out["rmse pymc_dp"] / min(peers)
+        out["ratio s.e."] = ratio_standard_error(runs, truth)
     return out
+
+
+def ratio_standard_error(runs: dict[str, list[Any]], truth: np.ndarray, replicates: int = 1000) -> float:
+    """The Monte Carlo standard error of pymc_dp's RMSE over the best peer's: a paired bootstrap over data sets.
+
+    Every tool answered the same data sets, so they are resampled together (seed fixed); each
+    replicate's ratio is pymc_dp's RMSE over the smallest peer RMSE on the same resample.
+    """
+    squared = {tool: np.sum((np.asarray([r["answer"] for r in results], dtype=float) - truth) ** 2, axis=1)
+               for tool, results in runs.items() if results and all(r is not None for r in results)}
+    if "pymc_dp" not in squared or len(squared) < 2 or len({v.size for v in squared.values()}) != 1:
+        return float("nan")
+    draws = np.random.default_rng(0).integers(0, squared["pymc_dp"].size, (replicates, squared["pymc_dp"].size))
+    rmse = {tool: np.sqrt(v[draws].mean(axis=1)) for tool, v in squared.items()}
+    best_peer = np.min([v for tool, v in rmse.items() if tool != "pymc_dp"], axis=0)
+    return float(np.std(rmse["pymc_dp"] / best_peer))
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
     lines = [
-        "| question | N | ε | pymc_dp RMSE | OpenDP RMSE | diffprivlib RMSE | pymc_dp / best peer | pymc_dp 90 % coverage |",
+        "| question | N | ε | pymc_dp RMSE | OpenDP RMSE | diffprivlib RMSE | pymc_dp / best peer (± s.e.) | pymc_dp 90 % coverage |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for key, r in results.items():
         question, n, eps = key.split(" | ")
         cells = [f"{r[k]:.4g}" if k in r else "—" for k in ("rmse pymc_dp", "rmse OpenDP", "rmse diffprivlib")]
-        lines.append(f"| {question} | {n} | {eps} | {' | '.join(cells)} | {r.get('ratio to best peer', float('nan')):.2g} "
-                     f"| {r['coverage']:.3f} ({r['datasets']}) |")
+        ratio = f"{r.get('ratio to best peer', float('nan')):.2g}"
+        if "ratio s.e." in r:
+            ratio += f" ± {r['ratio s.e.']:.2f}"
+        lines.append(f"| {question} | {n} | {eps} | {' | '.join(cells)} | {ratio} | {r['coverage']:.3f} ({r['datasets']}) |")
     return "\n".join(lines)
 
 

@@ -39,6 +39,7 @@ _DataTree = getattr(xr, "DataTree", None)
 TRACE_IS_DATATREE = _InferenceData is None
 
 __all__ = [
+    "warn_at_caller",
     "TRACE_IS_DATATREE",
     "is_trace",
     "is_datatree",
@@ -381,3 +382,16 @@ def model_of_fgraph(fg: Any, initvals: Mapping[str, Any] | None = None, order: S
         if name in free:
             model.rvs_to_initial_values[free[name]] = value
     return model
+
+
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` reported at the first frame outside pymc_dp: the user's own line that led here."""
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 2  # stacklevel 2 is the frame that called this function
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

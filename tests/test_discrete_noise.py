@@ -105,3 +105,8 @@ def test_noise_aware_bernoulli_is_calibrated_with_discrete_noise():
         lo, hi = grid[np.searchsorted(cdf, 0.05)], grid[np.searchsorted(cdf, 0.95)]
         covered += lo <= p <= hi
     assert 0.85 <= covered / reps <= 0.95
+
+
+def test_the_summary_names_the_discrete_noise():
+    stats = pmdp.privatize(np.array([0, 1, 1]), "bernoulli", 1.0, rng=1)
+    assert "released with discrete Laplace noise of scale 1" in stats.summary()

@@ -372,3 +372,32 @@ def test_bounds_too_wide_for_the_design_are_refused_from_the_bounds_alone(record
     assert not ledger.entries
     # the Normal's weights are found on the unit box, so bounds whose squares fit in a double still work
     assert pmdp.privatize(np.zeros(5), "normal", 1.0, bounds={"x": (-1e100, 1e100)}, rng=1).centred
+
+
+def test_add_remove_gets_the_plug_in_likelihood_with_a_warning_at_the_users_line():
+    import pymc as pm
+
+    from pymc_dp.model.privatize_model import PlugInLikelihoodWarning
+
+    x = np.random.default_rng(3).uniform(*AGES, 200)
+    with pm.Model() as model:
+        pm.Normal("age", pm.Normal("mu", 50.0, 20.0), pm.HalfNormal("sigma", 20.0), observed=x)
+    with pytest.warns(PlugInLikelihoodWarning, match="N is private under add/remove") as caught:
+        private = pmdp.privatize_model(model, 1.0, bounds={"age": {"x": AGES}}, neighbouring="add_remove", rng=1)
+    assert caught[0].filename == __file__  # reported where the user called, not inside the library
+    assert private.statistics["age"].centred
+    with pm.Model():  # asked for by hand, the noise-aware likelihood is refused in words, not by PyTensor
+        with pytest.raises(ValueError, match="needs N public"):
+            pmdp.observe_stats("age", pm.Normal.dist(pm.Normal("mu", 50.0, 20.0), pm.HalfNormal("sigma", 20.0)),
+                               private.statistics["age"], noise_aware=True)
+
+
+def test_a_bad_relation_is_refused_once_before_any_route_is_tried():
+    import pymc as pm
+
+    with pm.Model():
+        pm.Bernoulli("y", pm.Beta("p", 1.0, 1.0), observed=np.array([0, 1, 1]))
+        with pytest.raises(ValueError) as err:
+            pmdp.sample(10, epsilon=1.0, neighbouring="add-remove")
+    assert str(err.value).count("must be one of") == 1 and "method=" not in str(err.value)
+    assert str(err.value).endswith("Nothing was spent.")

@@ -302,10 +302,13 @@ class LinearRegression(Family):
         weights[~moving] = 1e8  # public coordinates (N·k²): no sensitivity, so their noise can be made negligible
         delta = float(np.sum(weights[moving] * ranges[moving]))
         names = self.statistic_names(neighbouring)
+        midpoints = ", ".join("constant, not centred" if fixed[a] else repr(float(centre[a])) for a in range(centre.size))
         description = (
-            f"columns (x_1, …, x_{self.n_features}, y) centred on their bounds' midpoints "
-            + str([float(c) for c in centre]) + f" (the constant column x_{one + 1} kept); weights ∝ (range × variance)^(−1/3), weighted sensitivity {delta:.6g}"
+            f"columns (x_1, …, x_{self.n_features}, y) centred on their bounds' midpoints [{midpoints}]; weights ∝ "
+            f"(range × variance)^(−1/3), weighted sensitivity {delta:.6g}"
             + "; shares of ε " + ", ".join(f"{names[j]} {weights[j] * ranges[j] / delta:.3f}" for j in np.flatnonzero(moving))
+            + "; " + ", ".join(names[j] for j in np.flatnonzero(~moving))
+            + " (N times a constant: public, no sensitivity) weighted 1e8, so their noise is negligible"
         )
         return ReleaseDesign(transform, offset, weights, delta, description, shift=centre).checked(
             f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}"

@@ -104,7 +104,8 @@ class PrivateStatistics:
         n = f"N = {int(self.n)}" if self.n_is_public else f"N ≈ {self.n:.1f} (private, estimated)"
         return (
             f"{self.family!r} statistics ({n}): {vals}\n"
-            f"  released with Laplace noise of scale {self.scale:.4g} (Δ = {self.sensitivity:g}, ε = {self.epsilon:g}, "
+            f"  released with {'discrete Laplace' if self.mechanism == 'geometric' else 'Laplace'} noise of scale "
+            f"{self.scale:.4g} (Δ = {self.sensitivity:g}, ε = {self.epsilon:g}, "
             f"{self.neighbouring} neighbouring, {self.noise_source} noise); ledger entry {self.entry_id}"
             + (f"\n  {self.design.description}; noise scales on the centred coordinates "  # type: ignore[union-attr]
                + ", ".join(f"{b:.4g}" for b in self.design.coordinate_scales(self.epsilon)) if self.centred else "")  # type: ignore[union-attr]

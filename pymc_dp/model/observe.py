@@ -91,6 +91,12 @@ def _statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], nois
         if stats.centred:
             from ..families.release_design import centred_noise_aware_logp
 
+            if stats.neighbouring != "replace":
+                raise ValueError(
+                    f"the noise-aware {family.name} likelihood needs N public (replace-one neighbouring); these "
+                    "statistics were released under add/remove, where N is private: use noise_aware=False."
+                )
+
             return centred_noise_aware_logp(stats, params, mixing)
         return family.noise_aware_loglik(
             stats.noisy, stats.n, stats.scale, stats.neighbouring, params, bounds=stats.bounds, noise_mixing=mixing,

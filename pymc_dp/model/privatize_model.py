@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
+from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph, warn_at_caller
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..accounting.validation import (
     check_epsilon,
@@ -498,11 +498,8 @@ class PrivatizationPlan:
             self.model, stats, [p.n for p in self.prepared.values()], self.noise_aware, self.public
         )
         if dropped:
-            warnings.warn(
-                "privatize_model left out Deterministic(s) of the records: " + ", ".join(sorted(dropped)),
-                UserWarning,
-                stacklevel=3,
-            )
+            warn_at_caller("privatize_model left out Deterministic(s) of the records: " + ", ".join(sorted(dropped)),
+                           UserWarning)
         for s in stats.values():
             _register(new_model, s)
         _warn_degenerate_plug_in(self.model, stats, self.noise_aware)
@@ -666,10 +663,23 @@ def _observed_value(value: Any) -> np.ndarray:
     return np.asarray(value.eval())  # e.g. pm.Data(..., dims=...) seen through a shape check
 
 
+class PlugInLikelihoodWarning(UserWarning):
+    """A privatised observed variable got the plug-in likelihood because no noise-aware one applies."""
+
+
 def _use_noise_aware(setting: bool | str, family: Any, neighbouring: str, name: str) -> bool:
     """Decide, before anything is spent, which likelihood each observed variable gets."""
     available = family.supports_noise_aware and neighbouring == "replace"
     if setting == "auto":
+        if not available:
+            why = ("N is private under add/remove, and the noise-aware likelihoods need it public"
+                   if neighbouring != "replace" else f"the {family.name} family has none")
+            warn_at_caller(
+                f"observed variable {name!r} gets the plug-in likelihood (the noisy statistics taken as exact: "
+                f"{why}); its intervals leave out the noise and can be over-confident at small N·ε. The ledger "
+                "entry says so. Pass noise_aware=False to choose it and silence this.",
+                PlugInLikelihoodWarning,
+            )
         return available
     if setting is True and not available:
         raise ValueError(
