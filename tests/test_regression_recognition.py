@@ -167,6 +167,9 @@ def test_a_regression_observed_through_a_data_container_with_dims_is_privatised(
     dims = private.model.named_vars_to_dims
     assert tuple(dims["y_x_mu"]) == tuple(dims["y_x_scale"]) == ("coef",)
     assert list(private.model.coords["coef"]) == ["x1", "x2"]
+    # one noise-mixing variable per released number, labelled by the statistics' (public) names
+    assert tuple(dims["y_noise_mixing"]) == ("y_noise_mixing_statistic",)
+    assert list(private.model.coords["y_noise_mixing_statistic"]) == list(private.statistics["y"].names)
 
 
 def test_covariates_of_separate_terms_get_a_dim_labelled_by_their_coefficients():

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._compat import model_var
 
-__all__ = ["covariate_parameters", "covariate_dim", "COVARIATE_ASSUMPTION", "NEW_COORDS_TAG"]
+__all__ = ["covariate_parameters", "covariate_dim", "new_free_variable", "COVARIATE_ASSUMPTION", "NEW_COORDS_TAG"]
 
 #: What the ledger records of a noise-aware regression (a modelling assumption, not a privacy one).
 COVARIATE_ASSUMPTION = (
@@ -69,7 +69,7 @@ def covariate_dim(name: str, columns: Sequence[tuple[str | None, str | None, int
     return (f"{name}_covariate",), tuple(labels)
 
 
-def _free(name: str, dist: Any, new_outputs: list[Any], transform: Any = None, dims: Sequence[str] = (),
+def new_free_variable(name: str, dist: Any, new_outputs: list[Any], transform: Any = None, dims: Sequence[str] = (),
           labels: Any = None) -> Any:
     """``dist`` as a free variable ``name`` of a model graph (FunctionGraph form), queued in ``new_outputs``.
 
@@ -108,13 +108,13 @@ def covariate_parameters(name: str, family: Any, bounds: Mapping[str, Any], new_
         return {"x_mu": x_mu, "x_cov": x_cov}
     # the columns name the covariates; an intercept column (last, constant) is never among the moving ones
     dims, labels = covariate_dim(name, [columns[j] for j in moving] if moving.size and moving.max() < len(columns) else [])
-    mean = _free(f"{name}_x_mu", pm.Normal.dist(mid, half, shape=k), new_outputs, dims=dims, labels=labels)
-    scale = _free(f"{name}_x_scale", pm.HalfNormal.dist(half, shape=k), new_outputs, transform=log, dims=dims,
+    mean = new_free_variable(f"{name}_x_mu", pm.Normal.dist(mid, half, shape=k), new_outputs, dims=dims, labels=labels)
+    scale = new_free_variable(f"{name}_x_scale", pm.HalfNormal.dist(half, shape=k), new_outputs, transform=log, dims=dims,
                   labels=labels)
     chol = pt.diag(scale)
     if k > 1:
         rows, cols = np.tril_indices(k, -1)
-        mixing = _free(f"{name}_x_mixing", pm.Normal.dist(0.0, 1.0, shape=rows.size), new_outputs)
+        mixing = new_free_variable(f"{name}_x_mixing", pm.Normal.dist(0.0, 1.0, shape=rows.size), new_outputs)
         chol = pt.set_subtensor(chol[rows, cols], mixing * scale[rows])
     x_mu = pt.set_subtensor(x_mu[moving], mean)
     x_cov = pt.set_subtensor(x_cov[np.ix_(moving, moving)], pt.dot(chol, chol.T))

@@ -30,7 +30,7 @@ from ..families import PrivateStatistics, family_of_dist
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths
-from .covariate_model import COVARIATE_ASSUMPTION, NEW_COORDS_TAG, covariate_parameters
+from .covariate_model import COVARIATE_ASSUMPTION, NEW_COORDS_TAG, covariate_parameters, new_free_variable
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
 
@@ -225,7 +225,7 @@ def _statistics_likelihoods(
                 params.update(covariate_parameters(name, s.family, s.bounds, new_outputs, predictor.columns))
         else:
             _, params = s.family.from_dist(node.inputs[0])
-        make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs)
+        make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs, s.names)
         return statistics_loglik(s, params, noise_aware[name], make_mixing, name)
 
     return {name: partial(build, name) for name in stats}
@@ -382,17 +382,18 @@ def latent_normal_rv(name: str, new_outputs: list[Any], size: int) -> Any:
     return var
 
 
-def _noise_mixing_rv(name: str, new_outputs: list[Any], size: int) -> Any:
-    """A free Exponential(1) vector ``name`` (log-transformed) in FunctionGraph form, queued in ``new_outputs``."""
+def _noise_mixing_rv(name: str, new_outputs: list[Any], labels: Sequence[str], size: int) -> Any:
+    """A free Exponential(1) vector ``name`` (log-transformed) in FunctionGraph form, queued in ``new_outputs``.
+
+    Its dim ``<name>_statistic`` is labelled by the released statistics' names (public) when there is one
+    mixing variable per released number.
+    """
     import pymc as pm
     from pymc.distributions.transforms import log
 
-    rv = pm.Exponential.dist(1.0, shape=size)
-    rv.name = name
-    value = rv.type(name=f"{name}_log__")
-    var = model_var("free", rv, name, value=value, transform=log)
-    new_outputs.append(var)
-    return var
+    dims, labels = ((f"{name}_statistic",), tuple(labels)) if len(labels) == size else ((), None)
+    return new_free_variable(name, pm.Exponential.dist(1.0, shape=size), new_outputs, transform=log, dims=dims,
+                             labels=labels)
 
 
 def privatize_model(
