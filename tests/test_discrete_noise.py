@@ -110,3 +110,31 @@ def test_noise_aware_bernoulli_is_calibrated_with_discrete_noise():
 def test_the_summary_names_the_discrete_noise():
     stats = pmdp.privatize(np.array([0, 1, 1]), "bernoulli", 1.0, rng=1)
     assert "released with discrete Laplace noise of scale 1" in stats.summary()
+
+
+def test_integer_sums_beyond_two_to_the_62_are_clamped_not_refused():
+    # a refusal on the clipped sum would reveal Σx > 2⁶² at no cost: both data sets are released
+    ledger = pmdp.PrivacyLedger()
+    upper = 10**15
+    low = pmdp.privatize(np.zeros(5000, dtype=int), "poisson", 1.0, bounds={"upper": upper}, ledger=ledger, rng=1)
+    high = pmdp.privatize(np.full(5000, upper), "poisson", 1.0, bounds={"upper": upper}, ledger=ledger, rng=1)
+    assert len(ledger.entries) == 2 and low.mechanism == high.mechanism == "geometric"
+    assert abs(high.noisy[0] - 2.0**62) < 50 * upper  # clamped to 2⁶², then noise of scale 10¹⁵
+    # a noise scale above 2⁵⁶ keeps the continuous Laplace (an integer release could overflow int64)
+    assert pmdp.privatize(np.zeros(3, dtype=int), "poisson", 1e-3, bounds={"upper": 10**16}, rng=1).mechanism == "laplace"
+
+
+def test_the_poisson_clipped_moments_need_no_sum_over_a_huge_bound():
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_dp.families.poisson import CLIPPED_SUM_MAX_UPPER, Poisson
+
+    mu = pt.dscalar("mu")
+    upper = CLIPPED_SUM_MAX_UPPER - 1
+    by_sum = pytensor.function([mu], list(Poisson.clipped_moments(mu, upper)))
+    closed = pytensor.function([mu], list(Poisson._clipped_moments_closed_form(mu, upper)))
+    for m in (0.5, 30.0, 0.9 * upper, upper, 1.2 * upper):
+        np.testing.assert_allclose(closed(m), by_sum(m), rtol=1e-7, atol=1e-9)
+    huge = pytensor.function([mu], list(Poisson.clipped_moments(mu, 2**36)))  # O(1): no arange(2³⁶)
+    np.testing.assert_allclose(huge(5.0), [5.0, 5.0], rtol=1e-12)

@@ -401,3 +401,43 @@ def test_a_bad_relation_is_refused_once_before_any_route_is_tried():
             pmdp.sample(10, epsilon=1.0, neighbouring="add-remove")
     assert str(err.value).count("must be one of") == 1 and "method=" not in str(err.value)
     assert str(err.value).endswith("Nothing was spent.")
+
+
+def test_the_noise_aware_normal_keeps_the_spread_far_from_zero():
+    """Records near 10⁹ in a box one unit wide: the centred moments are taken at μ − c, not as x² − c²."""
+    import pymc as pm
+
+    x = np.random.default_rng(0).normal(1e9 + 0.5, 0.1, 300)
+    stats = pmdp.privatize(x, "normal", 1e6, bounds={"x": (1e9, 1e9 + 1.0)}, rng=1)
+    with pm.Model() as model:
+        mu, sigma = pm.Flat("mu"), pm.HalfFlat("sigma")
+        pmdp.observe_stats("x", pm.Normal.dist(mu, sigma), stats, noise_aware=True)
+    logp = model.compile_logp(jacobian=False)
+    at = {sd: float(logp({"mu": x.mean(), "sigma_log__": np.log(sd)})) for sd in (0.1, 0.3)}
+    # The noise at ε = 10⁶ is negligible, so this is the central-limit likelihood of (Σ(x − c), Σ(x − c)²): given
+    # Σ(x − c), Σ(x − c)² at σ = 0.3 is 300·(0.0104 − 0.09) ≈ −24 from its mean with sd √(300·2·0.3⁴) ≈ 2.2, a
+    # log-density gap of about 60 in favour of σ = 0.1 (measured 62; 0.5 when the moments cancelled).
+    assert at[0.1] - at[0.3] > 40 and np.isfinite(list(at.values())).all()
+
+
+def test_an_empty_data_set_is_released_under_add_remove():
+    # N is private: refusing N = 0 while releasing N = 1 would tell neighbours apart
+    stats = pmdp.privatize(np.array([]), "normal", 1.0, bounds={"x": AGES}, neighbouring="add_remove", rng=1)
+    assert stats.ledger.entries and stats.values.size == 3
+    with pytest.raises(ValueError, match="no records"):  # under replace N is public
+        pmdp.privatize(np.array([]), "normal", 1.0, bounds={"x": AGES}, rng=1)
+
+
+def test_a_new_dim_that_clashes_with_the_models_is_refused_before_spending():
+    import pymc as pm
+
+    rng = np.random.default_rng(5)
+    age, educ = rng.uniform(0.0, 1.0, (2, 80))
+    with pm.Model(coords={"y_covariate": ["u", "v"]}) as model:
+        a, b_age, b_educ = (pm.Normal(n, 0.0, 5.0) for n in ("a", "b_age", "b_educ"))
+        pm.Normal("other", 0.0, 1.0, dims="y_covariate")
+        pm.Normal("y", a + b_age * age + b_educ * educ, pm.HalfNormal("sigma", 2.0), observed=age - educ)
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(ValueError, match="already has a dim of that name"):
+        pmdp.privatize_model(model, 1.0, bounds={"y": {"x": (0.0, 1.0), "y": (-1.0, 1.0)}}, ledger=ledger, rng=1)
+    assert not ledger.entries

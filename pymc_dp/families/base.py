@@ -243,6 +243,18 @@ class Family(ABC):
         """
         raise ValueError(f"the {self.name} family has no noise-aware likelihood yet; use noise_aware=False.")
 
+    def shifted_record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None, shift: Any) -> Any:
+        """Moments of one record's statistic computed at the records moved by ``shift``, or None.
+
+        A centred release (:mod:`.release_design`) of a family whose centring is a shift of the
+        records releases ``Σ s(x − c)``; its noise-aware likelihood needs the moments of
+        ``s(x − c)``. Computed from the shifted parameters they stay exact far from zero, where
+        mapping :meth:`record_moments` through the centring would cancel digits (x² ≈ 10¹⁸
+        for records near 10⁹). ``shift`` is a PyTensor expression. None (the default): the
+        centring is applied to :meth:`record_moments` instead.
+        """
+        return None
+
     def noise_mixing_size(self, n_released: int, n: float) -> int:
         """How many latent noise-mixing variables :meth:`noise_aware_loglik` needs for a release.
 

@@ -430,7 +430,8 @@ class LinearRegression(Family):
 
     supports_noise_aware = True
 
-    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None,
+                       shift: Any = None) -> tuple[Any, Any]:
         """Moments of one record's products ``z_a z_b``, z = (x, y), under a Gaussian model of x.
 
         The released statistics are sums of products of x *and* y, so their
@@ -444,7 +445,8 @@ class LinearRegression(Family):
         Then z is Gaussian with mean ``(μₓ, βᵀμₓ)`` and covariance
         ``[[Σₓ, Σₓβ], [βᵀΣₓ, βᵀΣₓβ + σ²]]``, and the products' moments follow from
         Isserlis' theorem (:func:`~pymc_dp.families._noise_aware.gaussian_product_moments`).
-        Records are modelled unclipped: accurate when few fall outside ``bounds``.
+        Records are modelled unclipped: accurate when few fall outside ``bounds``. With
+        ``shift`` (a vector c over z), the moments of the products of ``z − c``.
 
         Raises
         ------
@@ -477,7 +479,13 @@ class LinearRegression(Family):
         top = pt.concatenate([x_cov, cross[:, None]], axis=1)
         bottom = pt.concatenate([cross, (pt.dot(beta, cross) + sigma**2)[None]])[None, :]
         cov = pt.concatenate([top, bottom], axis=0)
+        if shift is not None:  # the moments of the products of z − c: the mean moves, the covariance does not
+            mean = mean - shift
         return gaussian_product_moments(mean, cov, self._pairs)
+
+    def shifted_record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None, shift: Any) -> Any:
+        """The moments of the products of the centred columns z − c (c = 0 on the constant column)."""
+        return self.record_moments(params, bounds, shift=shift)
 
     @classmethod
     def from_dist(cls, dist: Any) -> tuple["LinearRegression", dict[str, Any]]:

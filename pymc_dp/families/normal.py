@@ -360,6 +360,10 @@ class Normal(Family):
         cov = pt.stack([pt.stack([var, cross]), pt.stack([cross, 2.0 * var * var + 4.0 * mu * mu * var])])
         return mean, cov
 
+    def shifted_record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None, shift: Any) -> Any:
+        """The moments of (x − c[, (x − c)²]): those of a record with mean μ − c (σ unchanged)."""
+        return self.record_moments({**params, "mu": as_float64(params["mu"]) - shift}, bounds)
+
     truncation_examples = {"mu": "(-10.0, 10.0)"}
 
     def loglik_sensitivity(self, ranges: Mapping[str, Any], bounds: Mapping[str, Any]) -> tuple[float, str]:

@@ -107,7 +107,8 @@ def privatize(
     ValueError
         For bad arguments, an unknown family, a missing bound (naming it), records that
         are not numbers (text, None, dates: refused by their type, whatever their
-        values), no records, or a ledger under another relation. Never for the values of
+        values), no records under replace-one (under add/remove, where N is private, an empty
+        data set is released like any other), or a ledger under another relation. Never for the values of
         numeric records.
     pymc_dp.BudgetExceededError
         If the ledger's budget cannot pay ε; nothing is drawn or recorded then.
@@ -150,19 +151,22 @@ class PreparedStatistics:
     #: The exact released coordinates ``w ⊙ (A S + N a)`` (``exact`` itself for the identity design).
     exact_released: np.ndarray | None = field(default=None, repr=False)
 
-    @property
-    def mechanism(self) -> str:
+    def mechanism(self, epsilon: float) -> str:
         """``"geometric"`` (discrete Laplace) for whole-number statistics released as they are, else ``"laplace"``.
 
-        Decided from public facts alone: the family, the bounds, the design and Δ.
+        Decided from public facts alone: the family, the bounds, the design, Δ and ε. A noise
+        scale Δ/ε above 2⁵⁶ keeps the continuous Laplace, so that an integer release can never
+        overflow int64 (its sums are clamped to ±2⁶², beyond which no count of records reaches).
         """
         design = self.design
         whole = float(self.sensitivity).is_integer() and (design is None or design.is_identity)
-        return "geometric" if whole and self.family.integer_statistics(self.bounds, self.neighbouring) else "laplace"
+        small = self.sensitivity / float(epsilon) <= 2.0**56
+        integer = self.family.integer_statistics(self.bounds, self.neighbouring)
+        return "geometric" if whole and small and integer else "laplace"
 
     def release_event(self, epsilon: float) -> dict[str, Any]:
         """The ledger event of releasing these statistics at ``epsilon``."""
-        if self.mechanism == "geometric":
+        if self.mechanism(epsilon) == "geometric":
             return {"type": "discrete_laplace", "noise_parameter": epsilon / self.sensitivity,
                     "sensitivity": int(self.sensitivity)}
         return {"type": "laplace", "noise_multiplier": 1.0 / epsilon}
@@ -192,7 +196,9 @@ def prepare_statistics(
     design = fam.release_design(checked_bounds, neighbouring)
     x = fam.records(data if isinstance(data, tuple) and fam.tuple_records else as_array(data, "data"))
     n = n_records(x)
-    if n == 0:
+    if n == 0 and neighbouring == "replace":
+        # N is public under replace-one; under add/remove it is private, and refusing N = 0 while releasing N = 1
+        # would tell the two apart: an empty data set is released like any other (its sums are zero)
         raise ValueError(f"{name}: data has no records.")
     repaired, malformed = fam.repair(x, checked_bounds)
     clipped, outside = fam.clip(repaired, checked_bounds)
@@ -258,8 +264,10 @@ def release_statistics(
     assumptions = ((PUBLIC_N,) if prepared.neighbouring == "replace" else ()) + tuple(assumptions)
     design = prepared.design or identity_design(prepared.sensitivity, len(names))
     exact = prepared.exact if prepared.exact_released is None else prepared.exact_released
-    mechanism = prepared.mechanism
+    mechanism = prepared.mechanism(eps)
     release = geometric_mechanism if mechanism == "geometric" else laplace_mechanism
+    if mechanism == "geometric":  # the geometric mechanism takes |value| ≤ 2⁶²: clamped (1-Lipschitz, Δ kept), never refused
+        exact = np.clip(exact, -(2.0**62), 2.0**62)
     released, entry = release(exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
                               touched=touched, assumptions=assumptions, return_entry=True,
                               details=design.ledger_details(names, eps))

@@ -197,7 +197,11 @@ def designed_noise_aware_logp(family: Any, design: ReleaseDesign, n: float, scal
     the Jacobian ``d·log b``. ``scaled_release`` is z/b as a PyTensor variable (a shared
     variable, or a ``pm.Data`` container).
 
-    Every other number of the release — N/b, 1/b, A, a, w — is a shared variable, not a
+    Where the centring is a shift of the records (the Normal, the regression) the centred
+    moments are the family's :meth:`~pymc_dp.families.Family.shifted_record_moments`, exact far
+    from zero; otherwise A m + a and A C Aᵀ.
+
+    Every other number of the release — N/b, 1/b, A, a, w, the shift — is a shared variable, not a
     constant: a second release of the same model at another N, ε or bounds has the same
     graph, and its compiled log density and gradient are reused.
     """
@@ -214,10 +218,17 @@ def designed_noise_aware_logp(family: Any, design: ReleaseDesign, n: float, scal
         return pt.specify_shape(pytensor.shared(value, name=f"{base}_{suffix}"), value.shape)
 
     numbers = shared(np.array([float(n) / scale, 1.0 / scale, d * np.log(scale)]), "scalars")
-    transform, offset, weights = shared(design.transform, "transform"), shared(design.offset, "offset"), shared(design.weights, "weights")
-    mean, cov = family.record_moments(params, bounds)
-    centred_mean = pt.dot(transform, mean) + offset
-    centred_cov = pt.dot(pt.dot(transform, cov), transform.T)
+    weights = shared(design.weights, "weights")
+    # the moments of the centred statistic: at the shifted records where the family can (exact far from zero),
+    # else the centring applied to the moments of the statistic itself
+    shifted = None if design.shift is None else family.shifted_record_moments(params, bounds, shared(design.shift, "shift"))
+    if shifted is not None:
+        centred_mean, centred_cov = shifted
+    else:
+        transform, offset = shared(design.transform, "transform"), shared(design.offset, "offset")
+        mean, cov = family.record_moments(params, bounds)
+        centred_mean = pt.dot(transform, mean) + offset
+        centred_cov = pt.dot(pt.dot(transform, cov), transform.T)
     m = numbers[0] * weights * centred_mean
     c = numbers[0] * numbers[1] * (pt.outer(weights, weights) * centred_cov)
     logp = clt_noise_aware_logp(family.name, scaled_release, 1.0, 1.0, neighbouring, m, c, noise_mixing)

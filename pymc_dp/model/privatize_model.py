@@ -341,6 +341,11 @@ def rebuild_with_likelihoods(
     for out in new_outputs:
         fg.add_output(out, import_missing=True)
         for dim, labels in getattr(out.tag, NEW_COORDS_TAG, {}).items():  # a new variable's own (public) coords
+            if dim in getattr(fg, "_coords", {}) or dim in getattr(fg, "_dim_lengths", {}):
+                raise ValueError(
+                    f"the record-free model adds a dim {dim!r} (for {out.name!r}), but the model already has a dim of "
+                    "that name; rename yours (nothing was spent)."
+                )
             fg._coords = {**getattr(fg, "_coords", {}), dim: labels}
             fg._dim_lengths = {**getattr(fg, "_dim_lengths", {}), dim: pt.constant(len(labels))}
     model_vars = [out.owner for out in fg.outputs if out.owner is not None and isinstance(out.owner.op, ModelVar)]
@@ -483,7 +488,7 @@ class PrivatizationPlan:
     def entries(self) -> list[LedgerEntry]:
         """The releases :meth:`release` makes (Laplace, or discrete Laplace for counts), one per private observed variable."""
         return [
-            LedgerEntry(p.mechanism, self.shares[n], event=p.release_event(self.shares[n]), neighbouring=self.neighbouring)
+            LedgerEntry(p.mechanism(self.shares[n]), self.shares[n], event=p.release_event(self.shares[n]), neighbouring=self.neighbouring)
             for n, p in self.prepared.items()
         ]
 
