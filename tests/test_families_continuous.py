@@ -85,11 +85,11 @@ def test_statistics_and_sensitivity_by_hand(fam, data, bounds, neighbouring, nam
     np.testing.assert_allclose(exact_statistics(fam, data, bounds, neighbouring), values, rtol=1e-12)
     assert fam.sensitivity(bounds, neighbouring) == pytest.approx(delta, rel=1e-12)
     out = private(data, fam, bounds, neighbouring)
-    # what is released is the family's design: centred and weighted for a Normal with σ unknown, and for
-    # every Normal under add/remove (the count released with the sums)
+    # what is released is the family's design: centred and weighted for a Normal with σ unknown, and for every
+    # one of these families under add/remove (the count released with the centred sums)
     design = fam.release_design(fam.check_bounds(bounds), neighbouring)
     assert out.names == names and out.sensitivity == pytest.approx(design.sensitivity, rel=1e-12)
-    assert out.centred == (isinstance(fam, Normal) and (fam.sigma is None or neighbouring == "add_remove"))
+    assert out.centred == ((isinstance(fam, Normal) and fam.sigma is None) or neighbouring == "add_remove")
     if not out.centred:
         assert out.sensitivity == pytest.approx(delta, rel=1e-12)
 

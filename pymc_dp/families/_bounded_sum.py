@@ -16,6 +16,7 @@ import numpy as np
 
 from ._params import clip_interval, relation
 from .base import Family, check_bound_pair, checked_range, declared_bounds, statistic_length
+from .release_design import ReleaseDesign, centred_add_remove_design
 
 __all__ = ["BoundedPositiveSum", "positive_support_bounds", "project_sum"]
 
@@ -81,6 +82,17 @@ class BoundedPositiveSum(Family):
         """hi − lo under replace; hi + 1 under add/remove (see the module docstring)."""
         lo, hi = positive_support_bounds(bounds, self.name, strict=self.strictly_positive)
         return hi - lo if relation(neighbouring) == "replace" else hi + 1.0
+
+    def release_design(self, bounds: Mapping[str, Any], neighbouring: str) -> ReleaseDesign:
+        """Under add/remove, (Σ(x − c), N) centred on the bounds' midpoint with ε divided
+        (:func:`~pymc_dp.families.release_design.centred_add_remove_design`): Δ_w = w₀h + w_N against
+        hi + 1. Under replace Σx itself (centring does not change its sensitivity hi − lo).
+        """
+        if relation(neighbouring) != "add_remove":
+            return super().release_design(bounds, neighbouring)
+        lo, hi = positive_support_bounds(bounds, self.name, strict=self.strictly_positive)
+        self.sensitivity(bounds, neighbouring)
+        return centred_add_remove_design(lo, hi, squares=False)
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """N̂ = ``n`` (replace) or max(released N, 1) (add/remove); Σx clipped to [N̂·lo, N̂·hi]."""

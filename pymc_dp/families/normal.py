@@ -46,7 +46,7 @@ import numpy as np
 from ._params import clip_interval, constant_value, positive_float, relation, require_op, scalar_param
 from ._noise_aware import as_float64
 from .base import Family, check_bound_pair, checked_range, declared_bounds, dist_params, statistic_length
-from .release_design import ReleaseDesign, optimal_weights
+from .release_design import ReleaseDesign, centred_add_remove_design, optimal_weights
 
 __all__ = ["Normal", "moment_pair_sensitivity", "centred_moment_design"]
 
@@ -113,58 +113,6 @@ def centred_moment_design(lo: float, hi: float) -> ReleaseDesign:
         "records moves both coordinates fully)"
     )
     return ReleaseDesign(transform, offset, weights, delta, description, shift=centre)
-
-
-#: How much the released count matters under add/remove, as a reference variance on the unit box
-#: (see :func:`centred_add_remove_design`): the mean's term (1/3) alone with σ known, the mean's and
-#: the variance's (0.8) combined, 1/(3 + 1.25), with σ unknown.
-_COUNT_REFERENCE = {True: 1.0 / 3.0, False: 1.0 / 4.25}
-
-
-def centred_add_remove_design(lo: float, hi: float, known_sigma: bool) -> ReleaseDesign:
-    """Add/remove-one: (Σ(x − c)[, Σ(x − c)²], N), c the bounds' midpoint, with ε divided between them.
-
-    Under add/remove N is private and released with the sums, so the centring is a linear map
-    of the released vector itself — (x − c, (x − c)², 1) = A (x, x², 1), no offset — and is
-    undone without N: S = A⁻¹(z / w). One record added or removed moves the weighted vector
-    by ``w₀|x − c| + w₁(x − c)² + w_N``, so Δ_w = w₀m + w₁m² + w_N, m the centred box's
-    half-width as rounded (against M + M² + 1, M = max(|lo|, |hi|), uncentred).
-
-    The weights minimise the summed noise-to-sampling variance ratio under a uniform
-    reference on the box, the count weighed by how its noise reaches the estimates: a
-    released N off by δN moves the mean by (mean − c)·δN/N, at most h·δN/N (as Σ(x − c)
-    off by h·δN: reference variance (h²/3)/h² = 1/3 on the unit box), and σ² by σ²·δN/N
-    (as Σ(x − c)² off by σ²δN: 4h⁴/45 over σ⁴ = h⁴/9, i.e. 0.8).
-    """
-    centre, half = lo / 2 + hi / 2, hi / 2 - lo / 2
-    if not (half > 0.0 and math.isfinite(half * half)):
-        raise ValueError(
-            f"bounds['x'] = ({lo:g}, {hi:g}) are too wide for a release in double precision (the centred squares "
-            "reach beyond 1e308); declare narrower bounds or rescale the data (e.g. to other units)."
-        )
-    reach = max(abs(lo - centre), abs(hi - centre))  # the centred records' largest magnitude, as rounded
-    count_v = _COUNT_REFERENCE[bool(known_sigma)]
-    if known_sigma:
-        transform = np.array([[1.0, -centre], [0.0, 1.0]])
-        unit, _ = optimal_weights(lambda w: float(w[0] + w[1]), np.array([1.0 / 3.0, count_v]))
-        weights = np.array([unit[0], unit[1] * half])
-        own = np.array([reach, 1.0])
-    else:
-        transform = np.array([[1.0, 0.0, -centre], [-2.0 * centre, 1.0, centre * centre], [0.0, 0.0, 1.0]])
-        unit, _ = optimal_weights(lambda w: float(w[0] + w[1] + w[2]), np.array([1.0 / 3.0, 4.0 / 45.0, count_v]))
-        weights = np.array([unit[0], unit[1] / half, unit[2] * half])
-        own = np.array([reach, reach * reach, 1.0])
-    weights = weights / weights.max()
-    # rounded up by a relative 1e-12: the centred records' squares are computed in floating point
-    delta = float(np.dot(weights, own)) * (1.0 + 1e-12)
-    shares = weights * own / delta
-    description = (
-        f"records centred on the bounds' midpoint c = {float(centre)!r}, the count released with the centred sums "
-        f"(own sensitivities {', '.join(f'{v:.6g}' for v in own)}); weights "
-        f"{', '.join(repr(float(w)) for w in weights)}, weighted sensitivity {delta:.6g}: shares "
-        f"{', '.join(f'{v:.3f}' for v in shares)} of ε"
-    )
-    return ReleaseDesign(transform, np.zeros(transform.shape[0]), weights, delta, description, shift=centre)
 
 
 # --------------------------------------------------------------------------- the family
@@ -263,7 +211,7 @@ class Normal(Family):
         lo, hi = check_bound_pair(bounds, "x")
         if relation(neighbouring) == "add_remove":
             self.sensitivity(bounds, neighbouring)  # the same refusal of bounds too wide for float64
-            return centred_add_remove_design(lo, hi, self.known_sigma)
+            return centred_add_remove_design(lo, hi, squares=not self.known_sigma)
         if self.known_sigma:
             return super().release_design(bounds, neighbouring)
         self.sensitivity(bounds, neighbouring)  # the same refusal of bounds too wide for float64
