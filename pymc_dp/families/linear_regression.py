@@ -258,13 +258,16 @@ class LinearRegression(Family):
         records uniform on the box; :mod:`.release_design`). The constant column's own
         product N·k² is public: it gets a weight so large that its noise is negligible.
 
-        Without a constant column (no intercept, or one outside the features) and under
-        add/remove, the statistics are released as they are.
+        Under add/remove (N private, released as the last coordinate) see
+        :meth:`_add_remove_design`. Without a constant column (no intercept, or one outside the
+        features) the statistics are released as they are.
         """
         lo, hi = self.box(bounds)
         constant = np.flatnonzero((lo[:-1] == hi[:-1]) & (lo[:-1] != 0.0))
-        if relation(neighbouring) != "replace" or constant.size == 0:
+        if constant.size == 0:
             return super().release_design(bounds, neighbouring)
+        if relation(neighbouring) != "replace":
+            return self._add_remove_design(bounds, lo, hi, int(constant[0]))
         self.sensitivity(bounds, neighbouring)  # the same refusal of bounds too wide for float64
         one = int(constant[0])
         k = float(lo[one])
@@ -313,6 +316,68 @@ class LinearRegression(Family):
         return ReleaseDesign(transform, offset, weights, delta, description, shift=centre).checked(
             f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}"
         )
+
+    def _add_remove_design(self, bounds: Mapping[str, Any], lo: np.ndarray, hi: np.ndarray, one: int) -> ReleaseDesign:
+        """Add/remove with a constant column k: the products of the centred columns and N, ε divided.
+
+        The released coordinates are ``Σ (z_a − c_a)(z_b − c_b)`` for every product but the
+        constant column's own, and N (the last statistic). That one, ``Σ k² = N k²``, says
+        nothing N does not: it is released as ``Σ k² − k² N``, always 0 (no sensitivity, weight
+        10⁸), and recovered from the released N. Everything is linear in the statistics, N
+        included, so the design has no offset and is undone without N. One record added or
+        removed moves coordinate j by at most ``M_j = max|z_a − c_a|·max|z_b − c_b|`` and N by 1,
+        all at the same corner of the box: ``Δ_w = Σ_j w_j M_j + w_N`` exactly. Weights
+        ``∝ (M_j v_j)^(−1/3)`` as under replace, the count's reference variance 1/4.25 (the
+        Normal's; :func:`~pymc_dp.families.release_design.centred_add_remove_design`).
+        """
+        self.sensitivity(bounds, "add_remove")  # the same refusal of bounds too wide for float64
+        k = float(lo[one])
+        fixed = lo == hi
+        centre = np.where(fixed, 0.0, lo / 2 + hi / 2)
+        index = {pair: j for j, pair in enumerate(self._pairs)}
+        size, count = len(self._pairs) + 1, len(self._pairs)
+        shift_map = np.zeros((size, size))  # S ↦ Σ s(z − c), N being the last statistic
+
+        def add_sum(row: int, column: int, factor: float) -> None:
+            if fixed[column]:
+                shift_map[row, count] += factor * lo[column]  # Σ z = N·z for a fixed column
+            else:
+                shift_map[row, index[tuple(sorted((one, column)))]] += factor / k
+
+        for j, (a, b) in enumerate(self._pairs):
+            shift_map[j, j] += 1.0
+            add_sum(j, a, -centre[b])
+            add_sum(j, b, -centre[a])
+            shift_map[j, count] += centre[a] * centre[b]
+        shift_map[count, count] = 1.0
+        own = index[(one, one)]
+        mix = np.eye(size)
+        mix[own, count] = -k * k  # Σ k² − k² N = 0
+        low, high = lo - centre, hi - centre
+        reach = np.maximum(np.abs(low), np.abs(high))
+        largest = np.array([reach[a] * reach[b] for a, b in self._pairs] + [1.0])
+        largest[own] = 0.0
+        with np.errstate(over="ignore", invalid="ignore"):
+            spread = np.where(fixed, lo * lo, (high - low) ** 2 / 12.0)
+            variances = np.array([(4.0 / 45.0) * ((high[a] - low[a]) / 2) ** 4 if a == b and not fixed[a]
+                                  else spread[a] * spread[b] for a, b in self._pairs] + [1.0 / 4.25])
+        moving = largest > 0
+        weights = np.ones(size)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            log_weights = -(np.log(largest[moving]) + np.log(variances[moving])) / 3.0
+        weights[moving] = np.exp(log_weights - log_weights.max())
+        weights[~moving] = 1e8
+        delta = float(np.sum(weights[moving] * largest[moving])) * (1.0 + 1e-12)
+        names = self.statistic_names("add_remove")
+        midpoints = ", ".join("constant, not centred" if fixed[a] else repr(float(centre[a])) for a in range(centre.size))
+        description = (
+            f"columns (x_1, …, x_{self.n_features}, y) centred on their bounds' midpoints [{midpoints}], N released "
+            f"with their products; {names[own]} released as {names[own]} − {k * k:g}·N (always 0, weighted 1e8); "
+            f"weights ∝ (largest magnitude × variance)^(−1/3), weighted sensitivity {delta:.6g}; shares of ε "
+            + ", ".join(f"{names[j]} {weights[j] * largest[j] / delta:.3f}" for j in np.flatnonzero(moving))
+        )
+        return ReleaseDesign(mix @ shift_map, np.zeros(size), weights, delta, description, shift=centre,
+                             mix=mix).checked(f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}")
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """XᵀX onto the PSD cone, Xᵀy into its range, yᵀy ≥ Xᵀyᵀ(XᵀX)⁺Xᵀy ≥ 0; N̂ ≥ 1.

@@ -210,7 +210,7 @@ def prepare_statistics(
     if design.shift is None:
         exact_released = design.forward(exact, n)
     else:
-        exact_released = design.weights * np.asarray(exact_centred, dtype=float).ravel()
+        exact_released = design.released_from_centred(exact_centred)
     if int(n_malformed):
         curator_report(
             f"{name}: {int(n_malformed)} of {n} record(s) were NaN, infinite or outside the support of the "

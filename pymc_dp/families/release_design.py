@@ -78,6 +78,14 @@ class ReleaseDesign:
     sensitivity: float
     description: str = ""
     shift: Any = None
+    #: With ``shift``: a matrix M applied to the sums of the shifted records before the weights, when the
+    #: released coordinates are combinations of them (``A S + N a = M Σ s(x − shift)``); None for the identity.
+    mix: Any = None
+
+    def released_from_centred(self, centred_sums: np.ndarray) -> np.ndarray:
+        """The exact released vector ``w ⊙ (M Σ s(x − shift))`` from the sums of the shifted records."""
+        centred = np.asarray(centred_sums, dtype=float).ravel()
+        return self.weights * (centred if self.mix is None else self.mix @ centred)
 
     def centred_records(self, records: Any) -> Any:
         """The records moved by the public ``shift`` (when the family's centring is a shift of the records).
@@ -283,6 +291,9 @@ def designed_noise_aware_logp(family: Any, design: ReleaseDesign, n: float, scal
     shifted = None if design.shift is None else family.shifted_record_moments(params, bounds, shared(design.shift, "shift"))
     if shifted is not None:
         centred_mean, centred_cov = shifted
+        if design.mix is not None:
+            mix = shared(design.mix, "mix")
+            centred_mean, centred_cov = pt.dot(mix, centred_mean), pt.dot(pt.dot(mix, centred_cov), mix.T)
     else:
         transform, offset = shared(design.transform, "transform"), shared(design.offset, "offset")
         mean, cov = family.record_moments(params, bounds)

@@ -338,10 +338,11 @@ def rebuild_with_likelihoods(
             "Make those inputs public constants, declare them public=[...] if their values are public (not computed "
             "from the records), or privatise them too."
         )
+    users_dims = set(getattr(fg, "_coords", {})) | set(getattr(fg, "_dim_lengths", {}))
     for out in new_outputs:
         fg.add_output(out, import_missing=True)
         for dim, labels in getattr(out.tag, NEW_COORDS_TAG, {}).items():  # a new variable's own (public) coords
-            if dim in getattr(fg, "_coords", {}) or dim in getattr(fg, "_dim_lengths", {}):
+            if dim in users_dims:
                 raise ValueError(
                     f"the record-free model adds a dim {dim!r} (for {out.name!r}), but the model already has a dim of "
                     "that name; rename yours (nothing was spent)."
