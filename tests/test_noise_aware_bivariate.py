@@ -167,9 +167,10 @@ def test_released_statistics_are_shared_inputs_so_one_graph_serves_every_release
     for private in released:
         assert sorted(v.name for v in private.model.free_RVs) == ["mu", "sigma"]
         shared = {v.name: v for v in graph_inputs([private.model.logp()]) if isinstance(v, SharedVariable)}
-        # the released numbers and the release's constants (N, scale, centring, weights), each named for 'y'
-        assert sorted(shared) == ["release_design_y_offset", "release_design_y_scalars", "release_design_y_transform",
-                                  "release_design_y_weights", "released_statistics_y"]
+        # the released numbers and the release's constants (N, scale, the centre the records were shifted by,
+        # weights), each named for 'y'
+        assert sorted(shared) == ["release_design_y_scalars", "release_design_y_shift", "release_design_y_weights",
+                                  "released_statistics_y"]
         values.append(shared["released_statistics_y"].get_value())
         assert not set(shared) & set(private.model.named_vars)  # not model data: no constant_data
     stats = released[0].statistics["y"]
