@@ -252,7 +252,7 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     for key, r in results.items():
         question, n, eps = key.split(" | ")
         cells = [f"{r[k]:.4g}" if k in r else "—" for k in ("rmse pymc_dp", "rmse OpenDP", "rmse diffprivlib")]
-        ratio = f"{r.get('ratio to best peer', float('nan')):.2g}"
+        ratio = f"{r.get('ratio to best peer', float('nan')):.3g}"
         if "ratio s.e." in r:
             ratio += f" ± {r['ratio s.e.']:.2f}"
         lines.append(f"| {question} | {n} | {eps} | {' | '.join(cells)} | {ratio} | {r['coverage']:.3f} ({r['datasets']}) |")

@@ -201,7 +201,7 @@ def centred_add_remove_design(lo: float, hi: float, squares: bool) -> ReleaseDes
     of the released vector itself — (x − c, (x − c)², 1) = A (x, x², 1), no offset — and is
     undone without N: S = A⁻¹(z / w). One record added or removed moves the weighted vector
     by ``w₀|x − c| + w₁(x − c)² + w_N``, so Δ_w = w₀m + w₁m² + w_N, m the centred box's
-    half-width as rounded (against M + M² + 1, M = max(|lo|, |hi|), uncentred).
+    half-width as rounded (against ``M + M² + 1``, ``M = max(|lo|, |hi|)``, uncentred).
 
     The weights minimise the summed noise-to-sampling variance ratio under a uniform
     reference on the box, the count weighed by how its noise reaches the estimates: a
