@@ -69,8 +69,8 @@ def covariate_dim(name: str, columns: Sequence[tuple[str | None, str | None, int
     return (f"{name}_covariate",), tuple(labels)
 
 
-def new_free_variable(name: str, dist: Any, new_outputs: list[Any], transform: Any = None, dims: Sequence[str] = (),
-          labels: Any = None) -> Any:
+def new_free_variable(name: str, dist: Any, new_outputs: list[Any], transform: Any = None,
+                      dims: Sequence[str] = (), labels: Any = None) -> Any:
     """``dist`` as a free variable ``name`` of a model graph (FunctionGraph form), queued in ``new_outputs``.
 
     ``labels``: the coords of a new dim ``dims[0]``, tagged on the variable for the rebuilt model.
@@ -109,8 +109,8 @@ def covariate_parameters(name: str, family: Any, bounds: Mapping[str, Any], new_
     # the columns name the covariates; an intercept column (last, constant) is never among the moving ones
     dims, labels = covariate_dim(name, [columns[j] for j in moving] if moving.size and moving.max() < len(columns) else [])
     mean = new_free_variable(f"{name}_x_mu", pm.Normal.dist(mid, half, shape=k), new_outputs, dims=dims, labels=labels)
-    scale = new_free_variable(f"{name}_x_scale", pm.HalfNormal.dist(half, shape=k), new_outputs, transform=log, dims=dims,
-                  labels=labels)
+    scale = new_free_variable(f"{name}_x_scale", pm.HalfNormal.dist(half, shape=k), new_outputs, transform=log,
+                              dims=dims, labels=labels)
     chol = pt.diag(scale)
     if k > 1:
         rows, cols = np.tril_indices(k, -1)

@@ -381,11 +381,7 @@ def latent_normal_rv(name: str, new_outputs: list[Any], size: int) -> Any:
     """A free standard-normal vector ``name`` in FunctionGraph form, queued in ``new_outputs``."""
     import pymc as pm
 
-    rv = pm.Normal.dist(0.0, 1.0, shape=size)
-    rv.name = name
-    var = model_var("free", rv, name, value=rv.type(name=name))
-    new_outputs.append(var)
-    return var
+    return new_free_variable(name, pm.Normal.dist(0.0, 1.0, shape=size), new_outputs)
 
 
 def _noise_mixing_rv(name: str, new_outputs: list[Any], labels: Sequence[str], size: int) -> Any:
