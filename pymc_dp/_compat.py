@@ -57,6 +57,8 @@ __all__ = [
     "ModelVarParts",
     "model_var_parts",
     "model_var",
+    "mark_released",
+    "is_released",
 ]
 
 
@@ -395,3 +397,22 @@ def warn_at_caller(message: str, category: type[Warning]) -> None:
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+# --------------------------------------------------------------------------- released inputs
+
+#: The tag on a shared variable that holds numbers already released (privatised statistics, their
+#: noise scale, a release design's constants): post-processing of them is not data-dependent.
+_RELEASED_TAG = "pymc_dp_released"
+
+
+def mark_released(var: Any) -> Any:
+    """Tag the shared variable ``var`` as holding released (already private) or public numbers; returns it."""
+    setattr(var.tag, _RELEASED_TAG, True)
+    return var
+
+
+def is_released(var: Any) -> bool:
+    """Whether ``var`` was tagged by :func:`mark_released`."""
+    tag = getattr(var, "tag", None)
+    return bool(getattr(tag, _RELEASED_TAG, False))

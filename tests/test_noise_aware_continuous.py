@@ -306,14 +306,14 @@ def test_two_released_numbers_need_no_latents_three_do():
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_add_remove_refuses_noise_aware(case):
+def test_under_add_remove_the_family_alone_refuses_and_observe_stats_adds_the_latent_count(case):
     stats = release(case, 500, 1.0, neighbouring="add_remove")
     with pytest.raises(ValueError, match="add/remove"):
         case.family.noise_aware_loglik(stats.noisy, stats.n, stats.scale, "add_remove", {case.param: case.truth})
-    with pm.Model():
+    with pm.Model() as model:
         theta = case.prior("theta")
-        with pytest.raises(ValueError, match="add/remove"):
-            pmdp.observe_stats("lik", case.dist(theta), stats, noise_aware=True)
+        pmdp.observe_stats("lik", case.dist(theta), stats, noise_aware=True)
+    assert "lik_n_records" in {v.name for v in model.deterministics}  # see tests/test_latent_count.py
 
 
 def test_observe_stats_passes_the_bounds_so_clipped_poisson_counts_are_modelled():

@@ -398,22 +398,22 @@ def test_positive_sums_under_add_remove_are_centred_too(family, args):
     assert errors["centred"] * 20 < errors["plain"]
 
 
-def test_add_remove_gets_the_plug_in_likelihood_with_a_warning_at_the_users_line():
+def test_a_family_without_a_noise_aware_likelihood_gets_the_plug_in_with_a_warning_at_the_users_line(monkeypatch):
     import pymc as pm
 
+    from pymc_dp.families import Normal
     from pymc_dp.model.privatize_model import PlugInLikelihoodWarning
 
+    monkeypatch.setattr(Normal, "supports_noise_aware", False)  # as a family of one's own without one would be
     x = np.random.default_rng(3).uniform(*AGES, 200)
     with pm.Model() as model:
         pm.Normal("age", pm.Normal("mu", 50.0, 20.0), pm.HalfNormal("sigma", 20.0), observed=x)
-    with pytest.warns(PlugInLikelihoodWarning, match="N is private under add/remove") as caught:
-        private = pmdp.privatize_model(model, 1.0, bounds={"age": {"x": AGES}}, neighbouring="add_remove", rng=1)
+    with pytest.warns(PlugInLikelihoodWarning, match="has no noise-aware one") as caught:
+        private = pmdp.privatize_model(model, 1.0, bounds={"age": {"x": AGES}}, rng=1)
     assert caught[0].filename == __file__  # reported where the user called, not inside the library
-    assert private.statistics["age"].centred
-    with pm.Model():  # asked for by hand, the noise-aware likelihood is refused in words, not by PyTensor
-        with pytest.raises(ValueError, match="needs N public"):
-            pmdp.observe_stats("age", pm.Normal.dist(pm.Normal("mu", 50.0, 20.0), pm.HalfNormal("sigma", 20.0)),
-                               private.statistics["age"], noise_aware=True)
+    assert not private.noise_aware["age"]
+    with pytest.raises(ValueError, match="no noise-aware likelihood"):  # asked for, refused before spending
+        pmdp.privatize_model(model, 1.0, bounds={"age": {"x": AGES}}, rng=1, noise_aware=True)
 
 
 def test_a_bad_relation_is_refused_once_before_any_route_is_tried():

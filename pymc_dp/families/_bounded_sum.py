@@ -49,6 +49,7 @@ class BoundedPositiveSum(Family):
     """Data side shared by families with positive records and statistic ``(Σx[, N])``."""
 
     bound_keys = ("x",)
+    releases_count = True
     #: Whether the support excludes 0 (Gamma) or includes it (Exponential).
     strictly_positive: ClassVar[bool] = False
 
@@ -121,6 +122,13 @@ class BoundedPositiveSum(Family):
         how = f"({hi:g} − {lo:g}) × ({r_hi:g} − {r_lo:g}) / 2"
         declared = f"{declared_bounds('x', lo, hi)} and the range [{r_lo:g}, {r_hi:g}] of {self.rate_name!r}"
         return self.finite_loglik_sensitivity((hi - lo) * (r_hi - r_lo) / 2.0, how, declared), how
+
+    def shifted_record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None, shift: Any) -> Any:
+        """The moments of x − c: the mean moved by the shift, the variance as it is (one coordinate)."""
+        import pytensor.tensor as pt
+
+        mean, var = self.record_moments(params, bounds)
+        return (pt.as_tensor_variable(mean) - shift).reshape((1,)), pt.reshape(pt.as_tensor_variable(var), (1, 1))
 
     def sum_and_count(self, values: Any, n: Any) -> tuple[Any, Any]:
         """(Σx, N): N is ``n`` under replace, the released count under add/remove."""

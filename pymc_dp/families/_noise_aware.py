@@ -236,9 +236,11 @@ def released_values(noisy: Any) -> Any:
 
     import pytensor.tensor as pt
 
+    from .._compat import mark_released
+
     values = np.asarray(noisy, dtype="float64")
     # the shape is public (the family's), so it may be static: families read statistics by position
-    return pt.specify_shape(pytensor.shared(values, name=RELEASE_NAME.get()), values.shape)
+    return pt.specify_shape(mark_released(pytensor.shared(values, name=RELEASE_NAME.get())), values.shape)
 
 
 #: The name :func:`released_values` gives its shared variable: ``released_statistics_<variable>``
@@ -256,7 +258,9 @@ def released_scalar(value: float, suffix: str) -> Any:
     """
     import pytensor
 
-    return pytensor.shared(np.float64(value), name=f"{RELEASE_NAME.get()}_{suffix}")
+    from .._compat import mark_released
+
+    return mark_released(pytensor.shared(np.float64(value), name=f"{RELEASE_NAME.get()}_{suffix}"))
 
 
 def as_float64(x: Any) -> Any:
@@ -336,7 +340,8 @@ def clt_noise_aware_logp(
     scale
         The Laplace scale b of the release.
     neighbouring
-        Must be ``"replace"``: under add/remove N is private (not supported yet).
+        Must be ``"replace"``: under add/remove N is private, and the likelihood with N as a
+        latent variable is :func:`~pymc_dp.families._latent_count.latent_count_noise_aware_logp`.
     mean, var
         Mean and variance (or covariance) of one record's statistic.
     noise_mixing
@@ -352,8 +357,8 @@ def clt_noise_aware_logp(
 
     if relation(neighbouring) != "replace":
         raise ValueError(
-            f"the noise-aware {family} likelihood needs N public (replace-one neighbouring); under add/remove "
-            "(N private) it is not supported yet: use noise_aware=False."
+            f"the noise-aware {family} likelihood with N as a number needs N public (replace-one neighbouring); "
+            "under add/remove (N private) use pmdp.observe_stats, which makes N a latent variable."
         )
     b = float(scale)
     mean = pt.as_tensor_variable(mean)

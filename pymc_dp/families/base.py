@@ -255,6 +255,37 @@ class Family(ABC):
         """
         return None
 
+    #: Whether, under add/remove, N is released as a statistic of its own (the last); otherwise it is
+    #: implicit in counts that sum to it (see :mod:`pymc_dp.families._latent_count`).
+    releases_count: ClassVar[bool] = False
+
+    #: Whether each record adds 1 to exactly one released count (Bernoulli, Categorical): Poissonised,
+    #: the counts are then independent.
+    one_hot_counts: ClassVar[bool] = False
+
+    def count_released_alone(self, neighbouring: str) -> bool:
+        """Whether N is a released statistic of its own under ``neighbouring`` (add/remove and :attr:`releases_count`)."""
+        from ._params import relation
+
+        return relation(neighbouring) == "add_remove" and self.releases_count
+
+    def add_remove_record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """Mean vector and covariance matrix of one record's released statistic under add/remove.
+
+        Without the count coordinate (a constant 1, added by
+        :func:`~pymc_dp.families._latent_count.latent_count_noise_aware_logp` where N is released
+        on its own). The default is :meth:`record_moments` as a vector and a matrix; a family whose
+        add/remove statistic has other coordinates than its replace-one statistic (the Binomial's
+        failures) overrides it.
+        """
+        import pytensor.tensor as pt
+
+        mean, cov = self.record_moments(params, bounds)
+        mean = pt.as_tensor_variable(mean)
+        if mean.type.ndim == 0:
+            return mean[None], pt.reshape(pt.as_tensor_variable(cov), (1, 1))
+        return mean, pt.as_tensor_variable(cov)
+
     def noise_mixing_size(self, n_released: int, n: float) -> int:
         """How many latent noise-mixing variables :meth:`noise_aware_loglik` needs for a release.
 

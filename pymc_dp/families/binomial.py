@@ -115,6 +115,28 @@ class Binomial(Family):
 
     supports_noise_aware = True
 
+    def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """One record's successes: mean ``n_trials·p``, variance ``n_trials·p(1 − p)``."""
+        from ._noise_aware import as_float64
+
+        p = as_float64(params["p"])
+        return self.n_trials * p, self.n_trials * p * (1.0 - p)
+
+    @property
+    def one_hot_counts(self) -> bool:  # type: ignore[override]
+        """One trial per record (a Bernoulli): each record adds 1 to the successes or to the failures."""
+        return self.n_trials == 1
+
+    def add_remove_record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+        """One record's (successes, failures): mean ``n·(p, 1 − p)``, covariance ``n·p(1 − p)·[[1, −1], [−1, 1]]``."""
+        import pytensor.tensor as pt
+
+        from ._noise_aware import as_float64
+
+        p = as_float64(params["p"])
+        v = self.n_trials * p * (1.0 - p)
+        return self.n_trials * pt.stack([p, 1.0 - p]), pt.stack([pt.stack([v, -v]), pt.stack([-v, v])])
+
     def noise_aware_loglik(
         self,
         noisy: np.ndarray,
@@ -130,7 +152,9 @@ class Binomial(Family):
 
         Exact (a sum over every possible count, against the noise's own density or pmf)
         up to :data:`~pymc_dp.families._noise_aware.EXACT_SUM_MAX_TRIALS` trials, the
-        normal-Laplace (CLT) form above. Needs N public (``"replace"``).
+        normal-Laplace (CLT) form above. Needs N public (``"replace"``); under add/remove
+        :func:`~pymc_dp.model.observe_stats` uses the latent-count likelihood of
+        :mod:`pymc_dp.families._latent_count` instead.
         """
         if neighbouring != "replace":
             raise ValueError(

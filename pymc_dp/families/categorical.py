@@ -238,6 +238,7 @@ class Categorical(HistogramNoiseAware, Family):
         return count_loglik(values, params["p"])
 
     supports_noise_aware = True
+    one_hot_counts = True
 
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
         """One record's one-hot vector: mean p, covariance ``diag p − p pᵀ`` (for the CLT form above the exact sum's limit)."""

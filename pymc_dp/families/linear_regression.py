@@ -494,6 +494,7 @@ class LinearRegression(Family):
         return value
 
     supports_noise_aware = True
+    releases_count = True
 
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None,
                        shift: Any = None) -> tuple[Any, Any]:

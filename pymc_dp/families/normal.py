@@ -281,6 +281,7 @@ class Normal(Family):
         return pt.as_tensor_variable(-quad / (2.0 * sigma * sigma) - count * pt.log(sigma))
 
     supports_noise_aware = True
+    releases_count = True
 
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
         """Moments of one record's statistic, the record x ~ Normal(μ, σ²).

@@ -170,6 +170,7 @@ class Poisson(Family):
         return mean, pt.maximum(second - mean * mean, 0.0)
 
     supports_noise_aware = True
+    releases_count = True
 
     def record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
         """Mean and variance of one *clipped* record min(X, U), X ~ Poisson(μ) (:meth:`clipped_moments`).

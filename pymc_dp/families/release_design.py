@@ -46,7 +46,7 @@ from scipy.optimize import minimize_scalar
 
 __all__ = [
     "ReleaseDesign", "identity_design", "optimal_weights", "centred_add_remove_design", "centred_noise_aware_logp",
-    "designed_noise_aware_logp",
+    "designed_noise_aware_logp", "design_input",
 ]
 
 
@@ -240,6 +240,23 @@ def centred_add_remove_design(lo: float, hi: float, squares: bool) -> ReleaseDes
     return ReleaseDesign(transform, np.zeros(transform.shape[0]), weights, delta, description, shift=centre)
 
 
+def design_input(value: Any, suffix: str) -> Any:
+    """A public number of a release design as a named shared float64 input (``release_design_<y>_<suffix>``).
+
+    As a constant it would make every release a new graph, compiled afresh; as a shared input of
+    static shape the compiled log density of one release serves the next.
+    """
+    import pytensor
+    import pytensor.tensor as pt
+
+    from .._compat import mark_released
+    from ._noise_aware import RELEASE_NAME
+
+    base = RELEASE_NAME.get().replace("released_statistics", "release_design")
+    value = np.asarray(value, dtype="float64")
+    return pt.specify_shape(mark_released(pytensor.shared(value, name=f"{base}_{suffix}")), value.shape)
+
+
 def centred_noise_aware_logp(stats: Any, params: Any, noise_mixing: Any = None) -> Any:
     """log p(released | θ) for a centred, weighted release (``stats.design`` not the identity).
 
@@ -272,18 +289,12 @@ def designed_noise_aware_logp(family: Any, design: ReleaseDesign, n: float, scal
     constant: a second release of the same model at another N, ε or bounds has the same
     graph, and its compiled log density and gradient are reused.
     """
-    import pytensor
     import pytensor.tensor as pt
 
-    from ._noise_aware import RELEASE_NAME, clt_noise_aware_logp
+    from ._noise_aware import clt_noise_aware_logp
 
     d = design.weights.size
-    base = RELEASE_NAME.get().replace("released_statistics", "release_design")
-
-    def shared(value: np.ndarray, suffix: str) -> Any:
-        value = np.asarray(value, dtype="float64")
-        return pt.specify_shape(pytensor.shared(value, name=f"{base}_{suffix}"), value.shape)
-
+    shared = design_input
     numbers = shared(np.array([float(n) / scale, 1.0 / scale, d * np.log(scale)]), "scalars")
     weights = shared(design.weights, "weights")
     # the moments of the centred statistic: at the shifted records where the family can (exact far from zero),

@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..families import PrivateStatistics, family_of_dist
+from ..families._latent_count import log_ratio_name, record_count_name
 from ..families._noise_aware import RELEASE_NAME, released_values
 from ._graph import data_leaves, describe_leaf
 
@@ -58,44 +59,56 @@ def statistics_loglik(
     noise_aware: bool,
     make_mixing: Callable[[int], Any] | None = None,
     name: str | None = None,
+    make_count: Callable[[Callable[[Any], Any]], tuple[Any, Any]] | None = None,
 ) -> Any:
     """The log-likelihood term of privatised statistics: plug-in, or noise-aware.
 
     ``make_mixing(d)`` creates the d latent Exponential(1) noise-mixing variables a
     multivariate noise-aware likelihood needs (see
-    :meth:`~pymc_dp.families.base.Family.noise_mixing_size`) and returns them. ``name``
+    :meth:`~pymc_dp.families.base.Family.noise_mixing_size`) and returns them.
+    ``make_count(count_of)`` creates the latent number of records of an add/remove release
+    (:mod:`pymc_dp.families._latent_count`): a flat free variable u, and the Deterministic
+    N = ``count_of(u)``; it returns (u, N). ``name``
     (the observed variable's) names the shared variable holding the released numbers,
     ``released_statistics_<name>``.
     """
     token = RELEASE_NAME.set(f"released_statistics_{name}" if name else "released_statistics")
     try:
-        return _statistics_loglik(stats, params, noise_aware, make_mixing)
+        return _statistics_loglik(stats, params, noise_aware, make_mixing, make_count)
     finally:
         RELEASE_NAME.reset(token)
 
 
+def _latent(make: Callable[..., Any] | None, argument: Any) -> Any:
+    if make is None:
+        raise ValueError("this noise-aware likelihood needs latent variables: build it with observe_stats.")
+    return make(argument)
+
+
 def _statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], noise_aware: bool,
-                       make_mixing: Callable[[int], Any] | None) -> Any:
+                       make_mixing: Callable[[int], Any] | None,
+                       make_count: Callable[[Callable[[Any], Any]], tuple[Any, Any]] | None) -> Any:
     family = stats.family
     if noise_aware:
         if not family.supports_noise_aware:
             raise ValueError(
                 f"{family!r} has no noise-aware likelihood yet; pass noise_aware=False for the plug-in likelihood."
             )
-        size = family.noise_mixing_size(int(np.size(stats.noisy)), stats.n)
-        mixing = None
-        if size:
-            if make_mixing is None:
-                raise ValueError("this noise-aware likelihood needs latent variables: build it with observe_stats.")
-            mixing = make_mixing(size)
+        released = int(np.size(stats.noisy))
+        if not stats.n_is_public:  # N private: a latent count, and the central-limit form (see _latent_count)
+            from ..families._latent_count import (
+                latent_count_mixing_size, latent_count_noise_aware_logp, latent_record_count,
+            )
+
+            size = latent_count_mixing_size(stats)
+            mixing = _latent(make_mixing, size) if size else None
+            log_ratio, count = _latent(make_count, lambda u: latent_record_count(stats, u))
+            # + u: the flat prior on N, written in u = log(N / its estimate) (the Jacobian dN/du = N, up to a constant)
+            return latent_count_noise_aware_logp(stats, params, count, mixing) + log_ratio
+        size = family.noise_mixing_size(released, stats.n)
+        mixing = _latent(make_mixing, size) if size else None
         if stats.centred:
             from ..families.release_design import centred_noise_aware_logp
-
-            if stats.neighbouring != "replace":
-                raise ValueError(
-                    f"the noise-aware {family.name} likelihood needs N public (replace-one neighbouring); these "
-                    "statistics were released under add/remove, where N is private: use noise_aware=False."
-                )
 
             return centred_noise_aware_logp(stats, params, mixing)
         return family.noise_aware_loglik(
@@ -124,7 +137,7 @@ def observe_stats(
     * plug-in (``noise_aware=False``): the family's exponential-family
       log-likelihood with the noisy, projected statistics plugged in as if exact;
       over-confident when the noise is not small next to the statistic's spread;
-    * noise-aware (``noise_aware=True``; every family, N public): the likelihood of
+    * noise-aware (``noise_aware=True``; every family): the likelihood of
       the value actually released (noisy, unprojected), the true statistic summed
       or integrated out against the known Laplace noise, so the posterior carries
       the uncertainty the noise added. Exact for Bernoulli and Binomial counts (up
@@ -136,7 +149,10 @@ def observe_stats(
       the Laplace noise written as a scale mixture of normals) that the sampler
       draws with the parameters; they depend on the release only, so they may be
       released too. The linear regression also needs a model of x
-      (``x_mu`` and ``x_sigma`` or ``x_cov`` among the parameters).
+      (``x_mu`` and ``x_sigma`` or ``x_cov`` among the parameters). Under add/remove
+      (N private) the number of records is a latent variable too, ``{name}_n_records``
+      (flat prior; :mod:`pymc_dp.families._latent_count`), and the central-limit form is
+      used for every family.
 
     Parameters
     ----------
@@ -194,7 +210,12 @@ def observe_stats(
         with model:
             return pm.Exponential(noise_mixing_name(name), 1.0, shape=size)
 
-    logp = pt.as_tensor(statistics_loglik(stats, params, bool(noise_aware), make_mixing, name))
+    def make_count(count_of: Callable[[Any], Any]) -> tuple[Any, Any]:
+        with model:
+            log_ratio = pm.Flat(log_ratio_name(record_count_name(name)))
+            return log_ratio, pm.Deterministic(record_count_name(name), count_of(log_ratio))
+
+    logp = pt.as_tensor(statistics_loglik(stats, params, bool(noise_aware), make_mixing, name, make_count))
     if logp.type.ndim != 0:
         raise ValueError(
             f"observe_stats({name!r}): the parameters must describe all records at once (scalars, or one vector "

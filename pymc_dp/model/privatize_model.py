@@ -27,6 +27,7 @@ from ..accounting.validation import (
     check_noise_scale,
 )
 from ..families import PrivateStatistics, family_of_dist
+from ..families._latent_count import log_ratio_name, record_count_name
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths
@@ -226,7 +227,8 @@ def _statistics_likelihoods(
         else:
             _, params = s.family.from_dist(node.inputs[0])
         make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs, s.names)
-        return statistics_loglik(s, params, noise_aware[name], make_mixing, name)
+        make_count = partial(_record_count_rv, record_count_name(name), new_outputs)
+        return statistics_loglik(s, params, noise_aware[name], make_mixing, name, make_count)
 
     return {name: partial(build, name) for name in stats}
 
@@ -384,16 +386,29 @@ def latent_normal_rv(name: str, new_outputs: list[Any], size: int) -> Any:
     return new_free_variable(name, pm.Normal.dist(0.0, 1.0, shape=size), new_outputs)
 
 
+def _record_count_rv(name: str, new_outputs: list[Any], count_of: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """The latent number of records of an add/remove release (see :mod:`pymc_dp.families._latent_count`).
+
+    A free ``<name>_log_ratio`` u (flat) and the Deterministic ``<name>``, N = ``count_of(u)``; returns (u, N).
+    """
+    import pymc as pm
+
+    log_ratio = new_free_variable(log_ratio_name(name), pm.Flat.dist(), new_outputs)
+    count = count_of(log_ratio)
+    new_outputs.append(model_var("deterministic", count, name))
+    return log_ratio, count
+
+
 def _noise_mixing_rv(name: str, new_outputs: list[Any], labels: Sequence[str], size: int) -> Any:
     """A free Exponential(1) vector ``name`` (log-transformed) in FunctionGraph form, queued in ``new_outputs``.
 
     Its dim ``<name>_statistic`` is labelled by the released statistics' names (public) when there is one
-    mixing variable per released number.
+    mixing variable per released number, or per released sum when N is released after them (add/remove).
     """
     import pymc as pm
     from pymc.distributions.transforms import log
 
-    dims, labels = ((f"{name}_statistic",), tuple(labels)) if len(labels) == size else ((), None)
+    dims, labels = ((f"{name}_statistic",), tuple(labels)[:size]) if len(labels) in (size, size + 1) else ((), None)
     return new_free_variable(name, pm.Exponential.dist(1.0, shape=size), new_outputs, transform=log, dims=dims,
                              labels=labels)
 
@@ -585,7 +600,7 @@ def plan_privatization(
         )
     bounds = check_model_bounds(bounds)  # {observed variable: {parameter: (lower, upper)}}, or a ValueError
     prepared = _plan(model, dict(bounds or {}), neighbouring, public_names)
-    aware = {name: _use_noise_aware(noise_aware, p.family, p.neighbouring, name) for name, p in prepared.items()}
+    aware = {name: _use_noise_aware(noise_aware, p.family, name) for name, p in prepared.items()}
     plan = PrivatizationPlan(
         model=model, prepared=prepared, shares=split_epsilon(eps, list(prepared), epsilon_split),
         noise_aware=aware, public=public_names, neighbouring=neighbouring,
@@ -670,24 +685,23 @@ class PlugInLikelihoodWarning(UserWarning):
     """A privatised observed variable got the plug-in likelihood because no noise-aware one applies."""
 
 
-def _use_noise_aware(setting: bool | str, family: Any, neighbouring: str, name: str) -> bool:
+def _use_noise_aware(setting: bool | str, family: Any, name: str) -> bool:
     """Decide, before anything is spent, which likelihood each observed variable gets."""
-    available = family.supports_noise_aware and neighbouring == "replace"
+    available = family.supports_noise_aware
     if setting == "auto":
         if not available:
-            why = ("N is private under add/remove, and the noise-aware likelihoods need it public"
-                   if neighbouring != "replace" else f"the {family.name} family has none")
             warn_at_caller(
                 f"observed variable {name!r} gets the plug-in likelihood (the noisy statistics taken as exact: "
-                f"{why}); its intervals leave out the noise and can be over-confident at small N·ε. The ledger "
-                "entry says so. Pass noise_aware=False to choose it and silence this.",
+                f"the {family.name} family has no noise-aware one); its intervals leave out the noise and can be "
+                "over-confident at small N·ε. The ledger entry says so. Pass noise_aware=False to choose it and "
+                "silence this.",
                 PlugInLikelihoodWarning,
             )
         return available
     if setting is True and not available:
         raise ValueError(
-            f"observed variable {name!r}: no noise-aware likelihood for the {family.name} family under "
-            f"{neighbouring!r} neighbouring; use noise_aware='auto' or False (nothing was spent)."
+            f"observed variable {name!r}: no noise-aware likelihood for the {family.name} family; use "
+            "noise_aware='auto' or False (nothing was spent)."
         )
     if isinstance(setting, bool):
         return setting

@@ -37,8 +37,9 @@ class Laplace(RouteOptions):
         seeded noise (recorded as such in the ledger).
     noise_aware
         ``"auto"`` (default) models the noise where the family has a noise-aware
-        likelihood (N public) and plugs the statistics in elsewhere; ``True`` /
-        ``False`` force one or the other.
+        likelihood (every family, under either relation; under add/remove with a latent
+        number of records ``<y>_n_records``) and plugs the statistics in elsewhere;
+        ``True`` / ``False`` force one or the other.
     public
         Observed variables whose records are public, and ``pm.Data`` containers
         whose values are (e.g. a prior's hyperparameters): used as they are, not

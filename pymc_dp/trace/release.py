@@ -54,7 +54,8 @@ def data_dependent_deterministics(model: Any) -> dict[str, str]:
 
     * an observed random variable, or its observed value;
     * a ``pm.Data`` container, or any other shared variable that is not a random
-      generator (shared variables are how data enters a model);
+      generator (shared variables are how data enters a model) nor one holding numbers
+      already released (privatised statistics, tagged by :func:`pymc_dp._compat.mark_released`);
     * a constant array with more than one element: NumPy data passed straight into
       a model becomes such a constant and cannot be told apart from a covariate.
       This is conservative: a Deterministic built with a literal vector such as
@@ -97,7 +98,8 @@ def data_dependent_deterministics(model: Any) -> dict[str, str]:
                 continue
             if var in markers:
                 reason = markers[var]
-            elif isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
+            elif (isinstance(var, SharedVariable) and not isinstance(var.type, RandomType)
+                  and not _compat.is_released(var)):  # released statistics are already private
                 reason = f"the shared variable {var.name or var!s} (shared variables carry data)"
             elif isinstance(var, Constant) and np.size(getattr(var, "data", None)) > 1:
                 reason = (
@@ -182,7 +184,7 @@ def _shape_reads_data(model: Any, var: Any, public: Sequence[str] = ()) -> str |
             continue
         if leaf in observed_values:
             return f"the observed data of {leaf.name!r}"
-        if isinstance(leaf, SharedVariable) and not isinstance(leaf.type, RandomType):
+        if isinstance(leaf, SharedVariable) and not isinstance(leaf.type, RandomType) and not _compat.is_released(leaf):
             return f"the data container {leaf.name!r}"
     return None
 
