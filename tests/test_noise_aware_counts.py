@@ -116,18 +116,12 @@ def test_observe_stats_noise_aware_samples_with_nuts():
 
 
 def test_noise_aware_refusals_spend_nothing():
-    x = np.array([0, 1, 1, 0])
-    s = pmdp.privatize(x, "bernoulli", 1.0, rng=1, neighbouring="add_remove")
-    with pm.Model():
-        p = pm.Beta("p", 1, 1)
-        with pytest.raises(ValueError, match="N public"):
-            pmdp.observe_stats("y", pm.Bernoulli.dist(p=p), s, noise_aware=True)
     ledger = pmdp.PrivacyLedger(neighbouring="add_remove")
     with pm.Model() as model:
         p = pm.Beta("p", 1, 1)
-        pm.Bernoulli("y", p=p, observed=x)
-    with pytest.raises(ValueError, match="nothing was spent"):
-        pmdp.privatize_model(model, 1.0, ledger=ledger, noise_aware=True)
+        pm.Bernoulli("y", p=p, observed=np.array([0, 1, 1, 0]))
+    with pytest.raises(ValueError, match="nothing was spent"):  # an unknown setting, refused before spending
+        pmdp.privatize_model(model, 1.0, ledger=ledger, noise_aware="yes")
     assert len(ledger) == 0
     auto = pmdp.privatize_model(model, 1.0, ledger=ledger, rng=1)
-    assert auto.noise_aware == {"y": False}  # auto: N private, so plug-in
+    assert auto.noise_aware == {"y": True}  # auto: N private, so a latent count (tests/test_latent_count.py)

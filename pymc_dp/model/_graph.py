@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import contextlib
+import contextvars
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -40,6 +42,33 @@ def random_variables_in(graphs: Sequence[Any]) -> list[str]:
 #: hyperparameter vector of a small model); exact record lengths are data at any size.
 _MIN_DERIVED = 10
 
+#: Set while a request under add/remove neighbouring is checked (:func:`number_of_records_private`): N is
+#: private, so no check may compare a size with it (a refusal would answer "is N = k?" for free).
+_N_PRIVATE: contextvars.ContextVar[bool] = contextvars.ContextVar("pymc_dp_n_private", default=False)
+
+
+@contextlib.contextmanager
+def number_of_records_private(private: bool = True) -> Iterator[None]:
+    """Within the block (when ``private``), the checks of this module compare no size with the number of records.
+
+    Under add/remove neighbouring N is private: a check that refused a model because an array
+    or a dim has N entries, give or take one, would tell N to whoever varies that length, at no
+    cost. Within the block :func:`data_leaves` takes a constant for records by its size alone
+    (:data:`_MIN_DERIVED` entries or more), :func:`record_dims` are the observed variables' own
+    first dims (by name), and :func:`group_level_data` is a container whose dims are all other
+    dims (by name), when every observed variable names its first dim.
+    """
+    token = _N_PRIVATE.set(_N_PRIVATE.get() or bool(private))
+    try:
+        yield
+    finally:
+        _N_PRIVATE.reset(token)
+
+
+def n_is_private() -> bool:
+    """Whether the checks run under :func:`number_of_records_private`."""
+    return _N_PRIVATE.get()
+
 
 def data_leaves(
     graphs: Sequence[Any],
@@ -67,7 +96,8 @@ def data_leaves(
     from pytensor.graph.basic import Constant
     from pytensor.tensor.random.type import RandomType
 
-    counts = {int(c) for c in record_counts if int(c) > 1}
+    private = n_is_private()  # N private: sizes are not compared with it, a large constant is records
+    counts = set() if private else {int(c) for c in record_counts if int(c) > 1}
     skip = set(public)
     out = []
     for var in ancestors(graphs, blockers):
@@ -75,6 +105,9 @@ def data_leaves(
             continue
         if isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
             out.append(var)
+        elif isinstance(var, Constant) and private:
+            if int(np.size(getattr(var, "data", None))) >= _MIN_DERIVED:
+                out.append(var)
         elif isinstance(var, Constant) and counts:
             shape = np.shape(getattr(var, "data", None))
             if not shape:
@@ -115,6 +148,8 @@ def record_dims(model: Any) -> frozenset[str]:
     """
     dims_of = getattr(model, "named_vars_to_dims", {})
     first = {(dims_of.get(rv.name) or (None,))[0] for rv in getattr(model, "observed_RVs", [])}
+    if n_is_private():  # N private: by name only
+        return frozenset(d for d in first if d) | frozenset(getattr(model, RECORD_DIMS, ()))
     records = {n + k for n in _record_lengths(model) for k in (-1, 0, 1)}  # innovations, sum-to-zero: N - 1
     as_long = {d for d, length in getattr(model, "dim_lengths", {}).items() if _length(length) in records}
     return frozenset(d for d in first | as_long if d) | frozenset(getattr(model, RECORD_DIMS, ()))
@@ -158,10 +193,16 @@ def group_level_data(model: Any) -> list[Any]:
 
     A container an observed value is computed from holds records, whatever its dims.
     """
-    records = _record_lengths(model)
     observed = _observed_containers(model)
     out = []
     dims_of = getattr(model, "named_vars_to_dims", {})
+    if n_is_private():  # N private: by name only, and only where every observed variable names its record dim
+        along = record_dims(model)
+        if any(not (dims_of.get(rv.name) or (None,))[0] for rv in getattr(model, "observed_RVs", [])):
+            return []
+        return [v for v in getattr(model, "data_vars", []) if (dims_of.get(v.name) or ()) and v not in observed
+                and None not in dims_of[v.name] and not set(dims_of[v.name]) & along]
+    records = _record_lengths(model)
     for var in getattr(model, "data_vars", []):
         dims = dims_of.get(var.name) or ()
         if not dims or any(d is None for d in dims) or var in observed:

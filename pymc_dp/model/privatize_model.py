@@ -30,7 +30,7 @@ from ..families import PrivateStatistics, family_of_dist
 from ..families._latent_count import log_ratio_name, record_count_name
 from ..families.privatize import prepare_statistics, release_statistics
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
-from ._graph import data_leaves, describe_leaf, dim_lengths
+from ._graph import data_leaves, describe_leaf, dim_lengths, n_is_private, number_of_records_private
 from .covariate_model import COVARIATE_ASSUMPTION, NEW_COORDS_TAG, covariate_parameters, new_free_variable
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
@@ -338,7 +338,7 @@ def rebuild_with_likelihoods(
             + "), e.g. a pm.Data container or a record-length array in a prior or a Potential; pymc_dp cannot "
             "prove such a model private. "
             "Make those inputs public constants, declare them public=[...] if their values are public (not computed "
-            "from the records), or privatise them too."
+            "from the records), or privatise them too." + (_N_PRIVATE_NOTE if n_is_private() else "")
         )
     users_dims = set(getattr(fg, "_coords", {})) | set(getattr(fg, "_dim_lengths", {}))
     for out in new_outputs:
@@ -359,6 +359,15 @@ def rebuild_with_likelihoods(
     setattr(copy, PUBLIC_DATA, frozenset(public))  # what release() may treat as public sizes
     setattr(copy, RECORD_DIMS, record_dims(model))  # whose labels release() does not copy
     return copy, dropped
+
+
+#: How the checks differ under add/remove, where the number of records is private.
+_N_PRIVATE_NOTE = (
+    " Under add/remove neighbouring N is private, so no length is compared with it: a constant array of 10 or "
+    "more entries is taken for records whatever its length (put public values in pm.Data('name', values, "
+    "dims=...) and name it in public=[...]), and a pm.Data container with dims is group-level data only when "
+    "every observed variable names its records' dim (dims=...)."
+)
 
 
 def _private_reach(fg: Any, public_outputs: list[Any], new_outputs: list[Any], read_by_private: set) -> list[Any]:
@@ -454,8 +463,9 @@ def privatize_model(
         ``None`` for secure noise, or a seed / Generator for seeded noise.
     noise_aware
         ``"auto"`` (default): the noise-aware likelihood (the true statistic summed
-        out against the known noise) for each variable whose family has one and
-        whose N is public, the plug-in likelihood otherwise; ``True``: noise-aware
+        out against the known noise) for each variable whose family has one (every
+        built-in family; under add/remove with N a latent variable ``<y>_n_records``),
+        the plug-in likelihood otherwise; ``True``: noise-aware
         for every variable (an error where unavailable); ``False``: plug-in.
     public
         Names of observed variables whose records are *public* (non-private
@@ -472,12 +482,13 @@ def privatize_model(
     import pymc as pm
 
     ledger = resolve_ledger(ledger, neighbouring)
-    plan = plan_privatization(
-        pm.modelcontext(model), epsilon, bounds=bounds, neighbouring=ledger.neighbouring,
-        epsilon_split=epsilon_split, noise_aware=noise_aware, public=public,
-    )
-    with ledger.spend_planned(plan.entries(), what="privatising the model's observed variables") as scratch:
-        private = plan.release(scratch, rng)
+    with number_of_records_private(ledger.neighbouring == "add_remove"):  # no check may compare a size with N
+        plan = plan_privatization(
+            pm.modelcontext(model), epsilon, bounds=bounds, neighbouring=ledger.neighbouring,
+            epsilon_split=epsilon_split, noise_aware=noise_aware, public=public,
+        )
+        with ledger.spend_planned(plan.entries(), what="privatising the model's observed variables") as scratch:
+            private = plan.release(scratch, rng)
     return replace(private, ledger=ledger, statistics={k: replace(v, ledger=ledger) for k, v in private.statistics.items()})
 
 
@@ -705,4 +716,4 @@ def _use_noise_aware(setting: bool | str, family: Any, name: str) -> bool:
         )
     if isinstance(setting, bool):
         return setting
-    raise ValueError(f"noise_aware must be 'auto', True or False, got {setting!r}.")
+    raise ValueError(f"noise_aware must be 'auto', True or False, got {setting!r} (nothing was spent).")

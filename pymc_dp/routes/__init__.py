@@ -122,8 +122,15 @@ def sample(
 
 
 def _plan(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighbouring: Any, keywords: dict) -> RoutePlan:
-    """The validated, priced plan of a ``sample`` call (nothing spent); planning reads the records, so quietly."""
-    with quiet_logs():
+    """The validated, priced plan of a ``sample`` call (nothing spent); planning reads the records, so quietly.
+
+    Under add/remove (N private) no check compares a size with the number of records
+    (:func:`~pymc_dp.model._graph.number_of_records_private`).
+    """
+    from ..model._graph import number_of_records_private
+
+    relation = neighbouring if neighbouring is not None else getattr(ledger, "neighbouring", "replace")
+    with quiet_logs(), number_of_records_private(relation == "add_remove"):
         return _plan_route(model, draws, epsilon, method, ledger, neighbouring, keywords)
 
 

@@ -19,7 +19,7 @@ import xarray as xr
 
 from ..accounting import PrivacyLedger
 from .. import _compat
-from ..model._graph import PUBLIC_DATA, group_level_data, record_dims
+from ..model._graph import PUBLIC_DATA, group_level_data, number_of_records_private, record_dims
 from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_dp_version
 
 __all__ = [
@@ -200,8 +200,11 @@ def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapp
     * variables whose shape is computed from data (a ``pm.Data`` container, observed
       values), unless every such dimension has the length of an observed variable's
       records, N, and N is public (``neighbouring="replace"``);
-    * under ``neighbouring="add_remove"`` (N is private), any variable with a
-      dimension of length N.
+    * under ``neighbouring="add_remove"`` (N is private), any variable along an observed
+      variable's first dim (by name). No length is compared with N there: a refusal that
+      followed N would tell it to whoever varies the length. A length the analyst's own
+      code computes from the records (``shape=len(y)``) is the analyst's release of N,
+      which no check can see without telling N itself; name the records' dim instead.
 
     Parameters
     ----------
@@ -221,6 +224,12 @@ def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapp
     ValueError
         Naming the variable and why its size is private.
     """
+    with number_of_records_private(neighbouring == "add_remove"):  # N private: no size is compared with it
+        _check_released_variables(model, names, dim_lengths, neighbouring, public)
+
+
+def _check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapping[str, tuple[int, ...]],
+                              neighbouring: str, public: Sequence[str]) -> None:
     imputed = imputed_variables(model)
     counts = _record_counts(model)
     by_name = {v.name: v for v in [*model.free_RVs, *model.deterministics]}
@@ -235,15 +244,19 @@ def check_released_variables(model: Any, names: Sequence[str], dim_lengths: Mapp
         var = by_name.get(name)
         reason = _shape_reads_data(model, var, public) if var is not None else None
         if reason and not (neighbouring == "replace" and shape and all(n in counts for n in shape)):
+            shown = "" if neighbouring == "add_remove" else f" {shape}"  # under add/remove a shape may be N
             raise ValueError(
-                f"cannot release {name!r}: its shape {shape} is computed from {reason}, so it is a function of the "
+                f"cannot release {name!r}: its shape{shown} is computed from {reason}, so it is a function of the "
                 "private data. Give it a public size (a literal, or coords declared from public values)."
             )
-        if neighbouring == "add_remove" and any(abs(n - c) <= 1 for n in shape for c in counts):
+        # Under add/remove N is private: a variable along the records' dim (by name: comparing its length with N
+        # would itself tell N to whoever varies that length) is refused, without its shape.
+        along = set(getattr(model, "named_vars_to_dims", {}).get(name) or ()) & record_dims(model)
+        if neighbouring == "add_remove" and along:
             raise ValueError(
-                f"cannot release {name!r}: it has a dimension as long as the records, give or take one, and "  # no shape: N is private
-                "under add_remove neighbouring the number of records is private. Use neighbouring='replace' (N "
-                "public) or leave such variables out of the release."
+                f"cannot release {name!r}: it runs along the records' dim {sorted(along)[0]!r}, and under add_remove "
+                "neighbouring the number of records is private. Use neighbouring='replace' (N public) or leave such "
+                "variables out of the release."
             )
 
 
