@@ -145,3 +145,14 @@ def test_asked_for_by_hand_under_add_remove_the_family_alone_still_refuses_in_wo
 
 # The calibration of the add/remove release (200 releases, slow): test_release_design.py's
 # test_the_noise_aware_posterior_of_a_centred_release_is_calibrated[add_remove].
+
+
+def test_a_name_the_record_free_model_adds_that_the_model_already_has_is_refused_before_spending():
+    ledger = pmdp.PrivacyLedger(neighbouring="add_remove")
+    with pm.Model() as model:
+        p = pm.Beta("p", 1.0, 1.0)
+        pm.Normal("y_n_records_log_ratio", 0.0, 1.0)
+        pm.Bernoulli("y", p, observed=np.array([0, 1, 1, 0] * 10))
+    with pytest.raises(ValueError, match="already has a variable of that name.*nothing was spent"):
+        pmdp.privatize_model(model, 1.0, ledger=ledger, rng=1)
+    assert len(ledger) == 0

@@ -341,6 +341,13 @@ def rebuild_with_likelihoods(
             "from the records), or privatise them too." + (_N_PRIVATE_NOTE if n_is_private() else "")
         )
     users_dims = set(getattr(fg, "_coords", {})) | set(getattr(fg, "_dim_lengths", {}))
+    users_names = {o.name for o in fg.outputs if o.name}
+    clash = sorted(o.name for o in new_outputs if o.name in users_names)
+    if clash:
+        raise ValueError(
+            f"the record-free model adds {clash[0]!r} (a latent variable or likelihood term of the privatised "
+            "statistics), but the model already has a variable of that name; rename yours (nothing was spent)."
+        )
     for out in new_outputs:
         fg.add_output(out, import_missing=True)
         for dim, labels in getattr(out.tag, NEW_COORDS_TAG, {}).items():  # a new variable's own (public) coords
