@@ -35,7 +35,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["check_record_local", "check_terms_record_local", "RecordLocalityError", "per_record_leaves"]
+__all__ = [
+    "check_record_local", "check_terms_record_local", "RecordLocalityError", "per_record_leaves", "parameter_label",
+    "likelihood_label",
+]
 
 #: The walk's "no record axis" marker.
 SHARED = None
@@ -64,6 +67,17 @@ def _name(var: Any) -> str:
     return repr(var.name) if getattr(var, "name", None) else f"an array of shape {_leaf_length(var)}"
 
 
+def _constant(var: Any) -> int | None:
+    """The integer value of a constant graph input, or None."""
+    from pytensor.tensor.basic import get_underlying_scalar_constant_value
+    from pytensor.tensor.exceptions import NotScalarConstantError
+
+    try:
+        return int(get_underlying_scalar_constant_value(var))
+    except (NotScalarConstantError, TypeError, ValueError):
+        return None
+
+
 def _op_label(node: Any) -> str:
     op = node.op
     scalar = getattr(op, "scalar_op", None)
@@ -83,7 +97,9 @@ class _Walk:
             self.axis[var] = SHARED
             return SHARED
         node = var.owner
-        inputs = [self(i) if hasattr(i, "type") else SHARED for i in node.inputs]
+        inputs = [self(i) if hasattr(i, "type") else SHARED for i in node.inputs[:1]]
+        positional = _positional_indices(node, inputs[0])  # arange(N): positions, not the number N itself
+        inputs += [SHARED if i in positional or not hasattr(i, "type") else self(i) for i in node.inputs[1:]]
         if all(a is SHARED for a in inputs):
             out: int | None = SHARED
         else:
@@ -97,7 +113,10 @@ class _Walk:
         )
 
     def _rule(self, node: Any, var: Any, axes: list[int | None]) -> int | None:
+        from pytensor.compile.builders import OpFromGraph
+        from pytensor.tensor.blockwise import Blockwise
         from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+        from pytensor.tensor.random.op import RandomVariable
 
         op = node.op
         kind = type(op).__name__
@@ -113,7 +132,7 @@ class _Walk:
             if a not in order:
                 self._fail(node, "the record axis is dropped")
             return order.index(a)
-        if kind in ("ViewOp", "DeterministicWrapper", "OutputGuard", "SpecifyShape", "Identity"):
+        if kind in ("ViewOp", "DeterministicWrapper", "OutputGuard", "SpecifyShape", "Identity", "TypeCastingOp"):
             if any(a is not SHARED for a in axes[1:]):
                 self._fail(node, "records in a shape")
             return axes[0]
@@ -124,14 +143,8 @@ class _Walk:
             if a in reduced:
                 self._fail(node, "a reduction over the records")
             return a if getattr(op, "keepdims", False) else a - sum(1 for r in reduced if r < a)
-        if kind in ("Softmax", "LogSoftmax"):
-            ndim = node.inputs[0].type.ndim
-            over = tuple(range(ndim)) if op.axis is None else tuple(
-                a % ndim for a in (op.axis if isinstance(op.axis, (tuple, list)) else (op.axis,))
-            )
-            if axes[0] in over:
-                self._fail(node, "a normalisation over the records")
-            return axes[0]
+        if kind in ("Softmax", "LogSoftmax", "CumOp", "SortOp", "ArgSortOp"):
+            return self._along_axis(node, axes, kind)
         if kind in ("Shape", "Shape_i"):
             # Shapes are public structure; the record count only under replace-one (N public).
             on_records = kind == "Shape" or op.i == axes[0]
@@ -144,12 +157,118 @@ class _Walk:
             return axes[0] + var.type.ndim - node.inputs[0].type.ndim
         if kind in ("Dot", "Matmul") or (kind == "Blockwise" and type(op.core_op).__name__ in ("Dot", "Matmul")):
             return self._product(node, var, axes)
+        if kind == "Join":
+            return self._join(node, axes)
         if kind == "Subtensor":
             return self._basic_index(node, axes)
+        if kind == "IncSubtensor":
+            return self._basic_set(node, axes)
         if kind in ("AdvancedSubtensor", "AdvancedSubtensor1"):
             return self._advanced_index(node, axes)
+        if isinstance(op, RandomVariable) or hasattr(op, "base_rv_op"):
+            return self._random_variable(node, var, axes)
+        if isinstance(op, Blockwise):
+            return self._blockwise(node, var, axes)
+        if isinstance(op, OpFromGraph):  # SymbolicRandomVariable (Mixture, Censored, ...), OpFromGraph helpers
+            return self._inner_graph(node, var, axes)
         self._fail(node, "an operation not known to keep records apart")
         return None  # pragma: no cover
+
+    def _along_axis(self, node: Any, axes: list[int | None], kind: str) -> int | None:
+        """An operation along one axis (softmax, cumulative sum, sort): row-local unless that axis is the records'."""
+        if any(a is not SHARED for a in axes[1:]):
+            self._fail(node, "records as an axis argument")
+        ndim = node.inputs[0].type.ndim
+        axis = getattr(node.op, "axis", None)
+        if kind in ("SortOp", "ArgSortOp"):
+            axis = _constant(node.inputs[1]) if len(node.inputs) > 1 else -1
+        over = tuple(range(ndim)) if axis is None else tuple(
+            int(a) % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))
+        )
+        if axes[0] in over:
+            self._fail(node, ("a normalisation" if kind in ("Softmax", "LogSoftmax") else "an operation along")
+                       + " over the records")
+        return axes[0]
+
+    def _join(self, node: Any, axes: list[int | None]) -> int:
+        """``pt.concatenate``/``pt.stack``: row-local when every per-record operand has its records on one axis
+        that is not the joined one (a joined constant is public)."""
+        inputs, tensor_axes = list(node.inputs), list(axes)
+        axis = getattr(node.op, "axis", None)
+        if axis is None:  # older PyTensor: the axis is the first input
+            if tensor_axes[0] is not SHARED:
+                self._fail(node, "records as an axis argument")
+            axis = _constant(inputs[0])
+            inputs, tensor_axes = inputs[1:], tensor_axes[1:]
+        if axis is None:
+            self._fail(node, "a join along an axis that is not a constant")
+        ndim = inputs[0].type.ndim
+        placed = {a for a in tensor_axes if a is not SHARED}
+        if len(placed) != 1:
+            self._fail(node, "per-record operands whose record axes do not line up")
+        a = placed.pop()
+        if a == int(axis) % ndim:
+            self._fail(node, "a join along the records")
+        return a
+
+    def _batched(self, node: Any, out_batch: int, operands: Sequence[tuple[Any, int | None, int]], core: str) -> int:
+        """The output's record axis of an operation batched over its operands' leading axes: ``operands`` are
+        (input, its record axis, its number of core axes); records must sit on a batch axis, where each batch
+        element is computed from its own slices alone, and all land on one output axis."""
+        placed = set()
+        for inp, a, core_ndim in operands:
+            if a is SHARED:
+                continue
+            in_batch = inp.type.ndim - core_ndim
+            if a >= in_batch:
+                self._fail(node, f"the records in a core dimension ({core})")
+            placed.add(a + out_batch - in_batch)
+        if len(placed) != 1:
+            self._fail(node, "per-record operands whose record axes do not line up")
+        return placed.pop()
+
+    def _random_variable(self, node: Any, var: Any, axes: list[int | None]) -> int | None:
+        """A random variable (the observed one, a mixture's component, a censored distribution): its draws are
+        batched over its parameters' batch axes as its signature says, so a parameter's record axis becomes the
+        draw's. A truncated distribution is batched as the distribution it truncates, its bounds elementwise."""
+        from pytensor.tensor.type import TensorType
+
+        if not isinstance(var.type, TensorType):
+            return SHARED  # the updated random generator
+        op = node.op
+        base = getattr(op, "base_rv_op", op)  # TruncatedRV: the truncated distribution's signature
+        tensors = [(i, a) for i, a in zip(node.inputs, axes) if isinstance(i.type, TensorType)]
+        if base is op:
+            by_input = dict(zip(node.inputs, axes))
+            size, params = by_input.get(op.size_param(node)), [(p, by_input.get(p, SHARED)) for p in op.dist_params(node)]
+        else:
+            (_, size), params = tensors[0], tensors[1:]
+        if size is not SHARED:
+            self._fail(node, "records in a size")
+        cores = list(base.ndims_params) + [0] * (len(params) - len(base.ndims_params))
+        operands = [(p, a, int(c)) for (p, a), c in zip(params, cores)]
+        signature = getattr(base, "signature", None) or "its signature"
+        return self._batched(node, var.type.ndim - int(base.ndim_supp), operands, signature)
+
+    def _blockwise(self, node: Any, var: Any, axes: list[int | None]) -> int:
+        """A batched operation (``Blockwise``): its gufunc signature says which axes are core."""
+        op = node.op
+        out_batch = var.type.ndim - len(op.outputs_sig[node.outputs.index(var)])
+        operands = [(i, a, len(core)) for i, a, core in zip(node.inputs, axes, op.inputs_sig)]
+        return self._batched(node, out_batch, operands, op.signature)
+
+    def _inner_graph(self, node: Any, var: Any, axes: list[int | None]) -> int | None:
+        """An op defined by an inner graph (PyMC's symbolic random variables: ``Mixture``, ``Censored``,
+        ``CustomDist(dist=...)``, zero-inflated, ...): the same walk through that graph, its inputs carrying the
+        outer record axes."""
+        op = node.op
+        inner = _Walk((), (), self.neighbouring)
+        for inner_input, a in zip(op.inner_inputs, axes):
+            inner.axis[inner_input] = a
+        try:
+            return inner(op.inner_outputs[node.outputs.index(var)])
+        except RecordLocalityError as err:
+            raise RecordLocalityError(f"{err}, inside {_op_label(node)}") from None
 
     def _product(self, node: Any, var: Any, axes: list[int | None]) -> int:
         (a_axis, b_axis), (a, b) = axes[:2], node.inputs[:2]
@@ -175,21 +294,144 @@ class _Walk:
         dropped = sum(1 for e in entries[: a] if not isinstance(e, slice))
         return a - dropped
 
-    def _advanced_index(self, node: Any, axes: list[int | None]) -> int:
+    def _basic_set(self, node: Any, axes: list[int | None]) -> int:
+        """``x[idx] = y`` / ``x[idx] += y`` with a basic index: row-local when the index is public and keeps the
+        records' axis whole, and ``y``'s records land on ``x``'s."""
+        if any(a is not SHARED for a in axes[2:]):
+            self._fail(node, "records used as an index")
+        x, y = node.inputs[:2]
+        entries = list(node.op.idx_list)
+        kept = [d for d, e in enumerate(entries) if isinstance(e, slice)] + list(range(len(entries), x.type.ndim))
+        placed = set()
         if axes[0] is not SHARED:
+            placed.add(axes[0])
+        if axes[1] is not SHARED:
+            region_axis = axes[1] + (len(kept) - y.type.ndim)
+            if region_axis < 0:
+                self._fail(node, "records broadcast into the same entries")
+            placed.add(kept[region_axis])
+        if len(placed) != 1:
+            self._fail(node, "per-record operands whose record axes do not line up")
+        a = placed.pop()
+        entry = entries[a] if a < len(entries) else slice(None)
+        if not (isinstance(entry, slice) and entry == slice(None, None, None)):
+            self._fail(node, "a slice or an element of the records")
+        return a
+
+    def _advanced_index(self, node: Any, axes: list[int | None]) -> int:
+        """Indexing by arrays: a parameter vector by a per-record index (``alpha[idx]``), or per-record rows by the
+        records' own positions with a per-record column index (``take_along_axis``, as PyMC's ``Categorical``
+        reads ``p[arange(N), y]``)."""
+        positions = _index_positions(node)
+        arrays = [i for i, entry in enumerate(positions) if entry is not None]
+        if not arrays or arrays != list(range(len(arrays))):
+            self._fail(node, "a per-record index after a slice")
+        by_input = dict(zip(node.inputs[1:], axes[1:]))
+        indices = [(positions[i], by_input.get(positions[i], SHARED)) for i in arrays]
+        if axes[0] is SHARED:
+            for index, ax in indices:
+                if ax is not SHARED and (ax != 0 or index.type.ndim != 1):
+                    self._fail(node, "a per-record index of more than one dimension")
+                if ax is SHARED and index.type.ndim > 0:
+                    self._fail(node, "a per-record index broadcast against another index array (the record axis moves)")
+            return 0
+        a = axes[0]
+        if a >= len(arrays):
             self._fail(node, "the records indexed by another array")
-        indices = [(i, ax) for i, ax in zip(node.inputs[1:], axes[1:]) if hasattr(i.type, "ndim")]
-        for index, ax in indices:
-            if ax is not SHARED and (ax != 0 or index.type.ndim != 1):
-                self._fail(node, "a per-record index of more than one dimension")
-            if ax is SHARED and index.type.ndim > 0:
-                self._fail(node, "a per-record index broadcast against another index array (the record axis moves)")
-        entries = list(getattr(node.op, "idx_list", ()))
-        if entries and isinstance(entries[0], slice):
-            self._fail(node, "a per-record index after a slice")
-        if not entries and not (len(node.inputs) > 1 and hasattr(node.inputs[1].type, "ndim")):
-            self._fail(node, "a per-record index after a slice")
-        return 0
+        width = max(index.type.ndim for index, _ in indices)
+        own = _identity_axis(indices[a][0], node.inputs[0], a)
+        if own is None:
+            self._fail(node, "the records indexed by another array")
+        r = own + width - indices[a][0].type.ndim
+        for k, (index, ax) in enumerate(indices):
+            if k == a:
+                continue
+            # An index into another axis picks within each record's own row: a public one (a mixture's component
+            # draw) may vary along the records, a per-record one must vary along them only.
+            if ax is not SHARED and ax + width - index.type.ndim != r:
+                self._fail(node, "per-record indices whose record axes do not line up")
+        return r
+
+
+def _positional_indices(node: Any, axis: int | None) -> set[Any]:
+    """The index arrays of an advanced index on per-record rows that are the records' own positions."""
+    if axis is SHARED or type(node.op).__name__ not in ("AdvancedSubtensor", "AdvancedSubtensor1"):
+        return set()
+    entries = _index_positions(node)
+    if axis >= len(entries) or entries[axis] is None:
+        return set()
+    return {entries[axis]} if _identity_axis(entries[axis], node.inputs[0], axis) is not None else set()
+
+
+def _index_positions(node: Any) -> list[Any]:
+    """An advanced index's entries, one per indexed axis: the index array (a tensor) or None for a slice."""
+    inputs = list(node.inputs[1:])
+    idx_list = getattr(node.op, "idx_list", None)
+    if idx_list is None:  # older PyTensor: the entries are the inputs themselves
+        return [i if hasattr(i.type, "ndim") else None for i in inputs]
+    return [inputs[e] if isinstance(e, int) and hasattr(inputs[e].type, "ndim") else None for e in idx_list]
+
+
+def _identity_axis(index: Any, indexed: Any, axis: int) -> int | None:
+    """The axis along which ``index`` is ``0, 1, ..., n - 1`` over all of ``indexed``'s axis ``axis`` (every
+    other axis of length 1), or None: ``arange(x.shape[axis])`` reshaped or expanded, as ``take_along_axis``
+    builds it."""
+    from pytensor.tensor.elemwise import DimShuffle
+
+    def length_of_indexed(stop: Any) -> bool:
+        owner = stop.owner
+        if owner is not None and type(owner.op).__name__ == "Shape_i":
+            return owner.inputs[0] is indexed and owner.op.i == axis
+        if owner is not None and type(owner.op).__name__ == "Subtensor":
+            shape = owner.inputs[0].owner
+            return (shape is not None and type(shape.op).__name__ == "Shape" and shape.inputs[0] is indexed
+                    and len(owner.inputs) == 2 and _constant(owner.inputs[1]) == axis)
+        static = indexed.type.shape[axis]
+        return static is not None and _constant(stop) == static
+
+    chain, var = [], index
+    while var.owner is not None and type(var.owner.op).__name__ != "ARange":
+        if not isinstance(var.owner.op, DimShuffle) and type(var.owner.op).__name__ != "Reshape":
+            return None
+        chain.append(var.owner)
+        var = var.owner.inputs[0]
+    if var.owner is None:
+        return None
+    start, stop, step = var.owner.inputs
+    if _constant(start) != 0 or _constant(step) != 1 or not length_of_indexed(stop):
+        return None
+    position: int | None = 0
+    for node in reversed(chain):  # from the arange up to the index
+        if isinstance(node.op, DimShuffle):
+            order = list(node.op.new_order)
+            position = order.index(position) if position in order else None
+        else:
+            shape = node.inputs[1]
+            target = [int(v) for v in shape.data] if hasattr(shape, "data") else []
+            runs = [i for i, t in enumerate(target) if t != 1]
+            position = runs[0] if len(runs) == 1 else None
+        if position is None:
+            return None
+    return position
+
+
+def parameter_label(param: Any, position: int) -> str:
+    """How a refusal names a likelihood's parameter: its name, its distribution (a mixture's or a censored
+    likelihood's component), or its position and the operation computing it."""
+    if getattr(param, "name", None):
+        return repr(param.name)
+    owner = getattr(param, "owner", None)
+    print_name = getattr(getattr(owner, "op", None), "_print_name", None)
+    if print_name:
+        return f"its {print_name[0]} component"
+    return f"its parameter {position + 1}" + (f" (computed by {_op_label(owner)})" if owner is not None else "")
+
+
+def likelihood_label(rv: Any) -> str:
+    """``'y' (a ZeroInflatedPoisson)``-style: the observed variable and the PyMC construct behind it."""
+    print_name = getattr(rv.owner.op, "_print_name", None)
+    kind = print_name[0] if print_name else type(rv.owner.op).__name__
+    return f"{rv.name!r} (a {kind.removeprefix('LoglikClipped')} likelihood)"
 
 
 def check_record_local(
@@ -200,33 +442,27 @@ def check_record_local(
 ) -> None:
     """Prove that row ``i`` of the ``aligned`` per-record arrays enters only record ``i``'s terms of ``rv``.
 
-    ``params`` are ``rv``'s distribution parameters by name; ``aligned`` the data
-    leaves whose first axis has one entry per record. Raises
-    :class:`RecordLocalityError` naming the parameter and the operation otherwise.
+    ``params`` are ``rv``'s distribution parameters by label (:func:`parameter_label`);
+    ``aligned`` the data leaves whose first axis has one entry per record. Each parameter
+    is walked (a refusal names it), then the likelihood itself through its signature or,
+    for PyMC's symbolic distributions, its inner graph: its draws must carry the records on
+    their first axis. Raises :class:`RecordLocalityError` naming what mixes records otherwise.
     """
-    op = rv.owner.op
     walk = _Walk(aligned, list(model.free_RVs))
-    ndims_params = getattr(op, "ndims_params", None)
-    support = int(getattr(op, "ndim_supp", 0) or 0)
-    batch = rv.type.ndim - support
-    for index, (key, param) in enumerate(params.items()):
+    for label, param in params.items():
         try:
-            axis = walk(param)
+            walk(param)
         except RecordLocalityError as err:
-            raise RecordLocalityError(f"parameter {key!r} of {rv.name!r}: {err}") from None
-        if axis is SHARED:
-            continue
-        if ndims_params is None or index >= len(ndims_params):
-            raise RecordLocalityError(
-                f"parameter {key!r} of {rv.name!r} varies by record, and the records of a {type(op).__name__} "
-                "likelihood cannot be lined up with its parameters"
-            )
-        param_batch = param.type.ndim - int(ndims_params[index])
-        if batch < 1 or axis >= param_batch or axis + batch - param_batch != 0:
-            raise RecordLocalityError(
-                f"parameter {key!r} of {rv.name!r} varies by record along an axis that is not the records' "
-                "(the first axis of the observed values)"
-            )
+            raise RecordLocalityError(f"{label} of {likelihood_label(rv)}: {err}") from None
+    try:
+        axis = walk(rv)
+    except RecordLocalityError as err:
+        raise RecordLocalityError(f"{likelihood_label(rv)}: {err}") from None
+    if axis is not SHARED and axis != 0:
+        raise RecordLocalityError(
+            f"{likelihood_label(rv)} varies by record along an axis that is not the records' (the first axis of the "
+            "observed values)"
+        )
 
 
 def check_terms_record_local(term: Any, aligned: Sequence[Any], blockers: Sequence[Any], neighbouring: str) -> None:

@@ -40,7 +40,7 @@ from ..families import family_of_dist
 from ..families._params import per_record_parameters
 from ._graph import ancestors, data_leaves, describe_leaf, dim_lengths, only_constants
 from .loglik_clip import clip_terms, loglik_clip_of
-from .records import RecordLocalityError, check_record_local, per_record_leaves
+from .records import RecordLocalityError, check_record_local, parameter_label, per_record_leaves
 from .truncation import is_simplex_floor
 
 __all__ = ["loglik_sensitivity", "LoglikSensitivity", "parameter_range"]
@@ -394,7 +394,7 @@ def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], rec
         params = list(op.dist_params(rv.owner))
     except (AttributeError, TypeError, ValueError):
         params = [i for i in rv.owner.inputs if hasattr(i.type, "ndim")]
-    named = {(p.name or f"#{i + 1}"): p for i, p in enumerate(params)}
+    named = {parameter_label(p, i): p for i, p in enumerate(params)}
     try:
         check_record_local(rv, model, named, aligned)
     except RecordLocalityError as err:
