@@ -39,6 +39,15 @@ CROSS_RECORD = {
         lambda b: pt.as_tensor(X[:, 0]) @ pt.as_tensor(X[:, 1]) * b[0] + pt.zeros(50), "product"
     ),
     "a transposed design": (lambda b: pt.dot(b[:2], pt.as_tensor(X.T)), "not one row per record"),
+    "a cumulative sum": (lambda b: pt.cumsum(pt.as_tensor(X[:, 0])) * b[0], "cumulative"),
+    "a softmax over the records": (lambda b: pt.special.softmax(pt.as_tensor(X[:, 0]) * b[0]), "normalisation over"),
+    "a join along the records": (lambda b: pt.concatenate([pt.as_tensor(X[:, 0]) * b[0], pt.zeros(0)]), "join along"),
+    "records in a core dimension": (
+        lambda b: pt.linalg.solve(pt.eye(50)[None] + b[0] ** 2, pt.as_tensor(X.T)[:, :, None])[0, :, 0],
+        "core dimension|not known|not one row"),
+    "rows taken in another order": (
+        lambda b: pt.take_along_axis(pt.as_tensor(X) * b[:2], pt.as_tensor(np.zeros((50, 1), dtype=int)), axis=1)[::-1, 0],
+        "slice"),
 }
 
 

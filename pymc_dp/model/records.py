@@ -78,10 +78,32 @@ def _constant(var: Any) -> int | None:
         return None
 
 
+#: What the user wrote, for the PyTensor operations a refusal names.
+_WRITTEN_AS = {
+    "Add": "a sum (.sum() or +)", "Mul": "a product (.prod() or *)", "Maximum": "a maximum (.max())",
+    "Minimum": "a minimum (.min())", "LogSumExp": "logsumexp", "Join": "pt.concatenate / pt.stack",
+    "CumOp": "a cumulative sum or product (pt.cumsum)", "SortOp": "pt.sort", "ArgSortOp": "pt.argsort",
+    "Softmax": "softmax", "LogSoftmax": "log_softmax", "Subtensor": "slicing (x[1:], x[0])",
+    "AdvancedSubtensor": "indexing by an array (a[idx])", "AdvancedSubtensor1": "indexing by an array (a[idx])",
+    "IncSubtensor": "pt.set_subtensor / inc_subtensor", "Dot": "a matrix product (@, pt.dot)",
+    "Matmul": "a matrix product (@)", "Shape": "a shape (x.shape)", "Shape_i": "a shape (x.shape)",
+    "Reshape": "a reshape", "Alloc": "a broadcast to a shape (pt.alloc, pt.zeros)",
+}
+
+
 def _op_label(node: Any) -> str:
+    """The operation as the user wrote it where that is known, with PyTensor's name for it."""
     op = node.op
     scalar = getattr(op, "scalar_op", None)
-    return type(scalar).__name__ if scalar is not None else type(op).__name__
+    name = type(scalar).__name__ if scalar is not None else type(op).__name__
+    print_name = getattr(op, "_print_name", None)
+    if print_name:  # a PyMC distribution inside the likelihood
+        return f"a {print_name[0].removeprefix('LoglikClipped')} distribution"
+    if type(op).__name__ == "Blockwise":
+        core = type(op.core_op).__name__
+        return f"{_WRITTEN_AS.get(core, core)} batched over {op.signature}"
+    written = _WRITTEN_AS.get(name)
+    return f"{written} (PyTensor's {name})" if written else name
 
 
 class _Walk:
@@ -186,8 +208,8 @@ class _Walk:
             int(a) % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))
         )
         if axes[0] in over:
-            self._fail(node, ("a normalisation" if kind in ("Softmax", "LogSoftmax") else "an operation along")
-                       + " over the records")
+            self._fail(node, "a normalisation over the records" if kind in ("Softmax", "LogSoftmax")
+                       else "a cumulative or sorting operation along the records")
         return axes[0]
 
     def _join(self, node: Any, axes: list[int | None]) -> int:
@@ -423,8 +445,8 @@ def parameter_label(param: Any, position: int) -> str:
     owner = getattr(param, "owner", None)
     print_name = getattr(getattr(owner, "op", None), "_print_name", None)
     if print_name:
-        return f"its {print_name[0]} component"
-    return f"its parameter {position + 1}" + (f" (computed by {_op_label(owner)})" if owner is not None else "")
+        return f"the {print_name[0]} component"
+    return f"the parameter {position + 1}" + (f" (computed by {_op_label(owner)})" if owner is not None else "")
 
 
 def likelihood_label(rv: Any) -> str:

@@ -368,6 +368,14 @@ def _check_data_confined(model: Any, observed: Sequence[Any]) -> None:
             )
 
 
+#: The next step a refusal of a likelihood that mixes records offers.
+_WHAT_WORKS = (
+    "What works: compute such inputs row by row before the model (centre or scale covariates with public "
+    "constants, not with the records' mean or spread), keep reductions, cumulative sums, sorts and normalisations "
+    "along a record's own row, or use method='saa' (ranges=), which needs no analysis of the likelihood."
+)
+
+
 def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], records: int) -> None:
     """Allow per-record arrays in ``rv``'s parameters only as part of its records, under a log-likelihood clip."""
     aligned, other = per_record_leaves(leaves, records)
@@ -400,8 +408,36 @@ def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], rec
     except RecordLocalityError as err:
         raise ValueError(
             f"{err}. Each record's covariates, group index or per-record parameters must enter only its own "
-            "log-likelihood terms for the clip to bound one record's influence. Nothing was spent."
+            f"log-likelihood terms for the clip to bound one record's influence. {_WHAT_WORKS} Nothing was spent."
         ) from None
+
+
+def _check_support_is_fixed(rv: Any, model: Any) -> None:
+    """Refuse a clipped likelihood whose support ends where its parameters put it (``pm.Uniform(lower=a, ...)``,
+    ``pm.Triangular``, ``pm.Pareto(m=...)``), read from PyMC's own default transform of the variable (an interval
+    whose bounds are computed from its parameters). Under a clip a record outside that support has the clip's lower
+    term instead of −∞, so no clipped posterior keeps the edge the plain one has."""
+    from pymc.distributions.transforms import _default_transform
+
+    try:
+        transform = _default_transform(rv.owner.op, rv)
+    except (NotImplementedError, TypeError, ValueError):
+        return
+    bounds_of = getattr(transform, "args_fn", None)
+    if bounds_of is None:
+        return
+    free = set(model.free_RVs)
+    moving = [side for side, bound in zip(("lower", "upper"), bounds_of(*rv.owner.inputs))
+              if bound is not None and hasattr(bound, "owner") and any(v in free for v in ancestors([bound]))]
+    if moving:
+        raise ValueError(
+            f"observed variable {rv.name!r}: the {' and '.join(moving)} end of its likelihood's support is set by "
+            "parameters, and a log-likelihood clip gives a record outside the support the clip's lower term "
+            "instead of −∞ (under differential privacy one record may not rule a parameter value out), so the "
+            "clipped posterior cannot keep that edge and would land far from PyMC's. Use method='saa' (ranges=), "
+            "which fits each block of records with the exact likelihood, or make the support's ends constants. "
+            "Nothing was spent."
+        )
 
 
 def _check_clipped_terms(rv: Any, model: Any, neighbouring: str, per_step: bool) -> None:
@@ -441,7 +477,7 @@ def _check_clipped_terms(rv: Any, model: Any, neighbouring: str, per_step: bool)
         raise ValueError(
             f"observed variable {rv.name!r}: its log-likelihood terms, as PyMC computes them (distribution, custom "
             f"logp, observed values), are not one per record: {err}. One record must reach only its own terms for "
-            "the clip to bound its influence. Nothing was spent."
+            f"the clip to bound its influence. {_WHAT_WORKS} Nothing was spent."
         ) from None
 
 
@@ -453,6 +489,7 @@ def _variable_sensitivity(
     if clip is not None:
         span = clip[1] - clip[0]
         terms = clip_terms(rv, model)
+        _check_support_is_fixed(rv, model)
         _check_clipped_terms(rv, model, neighbouring, terms.dependent)
         where = f"log-likelihood terms clipped to [{clip[0]:g}, {clip[1]:g}]; {terms.why}"
         if neighbouring == "replace":

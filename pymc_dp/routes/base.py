@@ -160,6 +160,15 @@ def _with_assumptions(entries: Sequence[LedgerEntry], assumptions: Sequence[str]
             for e in entries]
 
 
+def _spent_note(spent: Sequence[LedgerEntry]) -> str:
+    """What a failed run cost, said with its error (the ledger records it)."""
+    if not spent:
+        return "pymc_dp: nothing was spent (the reservation was given back)."
+    total = sum(e.epsilon * e.count for e in spent)
+    return (f"pymc_dp: the run spent ε = {total:.4g} before it failed ({len(spent)} ledger entr"
+            f"{'y' if len(spent) == 1 else 'ies'}, recorded); the rest of the reservation was given back.")
+
+
 def execute(plan: RoutePlan) -> Any:
     """Reserve the plan's cost, run it, record what it spent, and release the trace.
 
@@ -177,6 +186,8 @@ def execute(plan: RoutePlan) -> Any:
             spent = _with_assumptions(plan.spent_on_failure(failure), plan.assumptions)
             if spent:
                 reservation.commit(spent)
+            if isinstance(failure, Exception):
+                failure.add_note(_spent_note(spent))
             raise
         reservation.commit(_with_assumptions(ran.spent, plan.assumptions))
     with number_of_records_private(private_n):

@@ -162,7 +162,10 @@ def block_model(model: Any, rows: np.ndarray, leaves: Sequence[Any] | None = Non
         new.name = old.name
     new_fg = FunctionGraph(outputs=outputs, clone=False)
     new_fg._coords, new_fg._dim_lengths = coords, lengths
-    return _compat.model_of_fgraph(new_fg, {}, order=getattr(fg, "_pmdp_order", ()))
+    # The model's initial values (ordered cutpoints need theirs), a per-record latent's cut to the block's rows.
+    initvals = {name: np.asarray(value)[rows] if np.ndim(value) and np.shape(value)[0] == records else value
+                for name, value in initvals.items()}
+    return _compat.model_of_fgraph(new_fg, initvals, order=getattr(fg, "_pmdp_order", ()))
 
 
 def _block_seeds(seed: Any, k: int) -> list[Any]:
@@ -329,7 +332,14 @@ class SAARun(RoutePlan):
         middle = {name: (lo + hi) / 2 for name, (lo, hi) in self.ranges.items()}
         failed: list[str] = []
         for b, rows in enumerate(partition):
-            estimate = self._fit_block(rows[~left_out[rows]], seeds[b], kwargs, failed)
+            try:
+                estimate = self._fit_block(rows[~left_out[rows]], seeds[b], kwargs, failed)
+            except Exception as err:  # noqa: BLE001 - said without its message, which can quote the records
+                raise RuntimeError(
+                    f"method='saa': fitting block {b + 1} of {len(partition)} failed with {type(err).__name__} (its "
+                    "message is not repeated: it can quote the records). A keyword pm.sample rejects, or a model "
+                    "that cannot be sampled at all, fails alike on every block; try pm.sample on the model first."
+                ) from None
             bar.advance()
             for name in self.ranges:
                 value = middle[name] if estimate is None else estimate[name]
@@ -473,6 +483,28 @@ def _probe_block(model: Any, rows: np.ndarray, leaves: Sequence[Any]) -> Any:
     return part
 
 
+#: The aggregate is refused when its noise s.d. reaches this share of a coordinate's declared range.
+SWAMPED = 0.5
+
+
+def _check_noise_leaves_an_answer(ranges: Mapping[str, tuple[np.ndarray, np.ndarray]], k: int, eps_mean: float) -> None:
+    """Refuse, before spending, an aggregate whose Laplace noise would swamp it: from public numbers only (the
+    declared ranges, the blocks, ε), the noise s.d. √2·(Σ widths / k)/ε of the mean against each coordinate's
+    range. At half a range or more the release says little beyond the range itself."""
+    widths = {n: (hi - lo).ravel() for n, (lo, hi) in ranges.items()}
+    l1 = float(sum(w.sum() for w in widths.values())) / k
+    sd = math.sqrt(2.0) * l1 / eps_mean
+    swamped = {n: float(w.min()) for n, w in widths.items() if sd >= SWAMPED * float(w.min())}
+    if swamped:
+        raise ValueError(
+            f"method='saa' would release noise, not an answer: the mean of {k} clipped block estimates has L1 "
+            f"sensitivity Σ(range widths)/k = {l1:.3g}, so its Laplace noise at ε = {eps_mean:.3g} has s.d. {sd:.3g}, "
+            f"at least {SWAMPED:g} × the declared range of {', '.join(f'{n!r} (width {w:.3g})' for n, w in swamped.items())}. "
+            "Narrow the ranges to what you would accept, release fewer parameters (var_names=), use more blocks "
+            "(blocks=; N/k records each must still fit the model), spread=False, or a larger epsilon. Nothing was spent."
+        )
+
+
 def _released_names(model: Any, parts: Any, var_names: Any) -> list[str]:
     """Free variables whose shape does not depend on the records (the same in a block as in the model)."""
     same = [
@@ -528,6 +560,7 @@ def plan_saa(
     check_initvals(model, pm_kwargs.get("initvals"))
     names = _released_names(model, probe, pm_kwargs.get("var_names"))
     ranges = _ranges(options, model, names)
+    _check_noise_leaves_an_answer(ranges, int(k), eps / (2 if options.spread else 1))
     halves = 2 if options.spread else 1
     entries = [
         LedgerEntry("laplace", eps / halves, touched=f"{', '.join(names)}: block estimates", neighbouring="replace",

@@ -93,8 +93,9 @@ def data_dependent_deterministics(model: Any) -> dict[str, str]:
     blockers = list(model.free_RVs)
     out: dict[str, str] = {}
     for det in model.deterministics:
+        structure = _index_structure(model, det, blockers)
         for var in _ancestors([det], blockers):
-            if var in public:
+            if var in public or var in structure:
                 continue
             if var in markers:
                 reason = markers[var]
@@ -156,6 +157,32 @@ def imputed_variables(model: Any) -> dict[str, str]:
         if base and f"{base}_observed" in observed and base in deterministics:
             out[rv.name] = f"{base}_observed"
     return out
+
+
+#: Operations whose inputs after the first (after the second for the ``Inc`` ones) are indices.
+_INDEXING = {"Subtensor": 1, "AdvancedSubtensor": 1, "AdvancedSubtensor1": 1, "IncSubtensor": 2,
+             "AdvancedIncSubtensor": 2, "AdvancedIncSubtensor1": 2}
+
+
+def _index_structure(model: Any, det: Any, blockers: Sequence[Any]) -> set[Any]:
+    """Integer constants that index parameters in ``det``'s graph and do not look like records: the packing of a
+    ``LKJCholeskyCov`` factor (its ``tril`` indices), a reordering of a parameter vector. A per-record group
+    index (as long as the records, or long enough to be records when N is private) stays data."""
+    from pytensor.graph.basic import Constant
+
+    from ..model._graph import data_leaves
+
+    found = set()
+    for var in _ancestors([det], blockers):
+        node = var.owner
+        first = _INDEXING.get(type(node.op).__name__) if node is not None else None
+        if first is None:
+            continue
+        for index in node.inputs[first:]:
+            if isinstance(index, Constant) and str(getattr(index, "dtype", "")).startswith(("int", "uint")):
+                found.add(index)
+    records = set(data_leaves(list(found), record_counts=_record_counts(model))) if found else set()
+    return found - records
 
 
 def _record_counts(model: Any) -> set[int]:
