@@ -92,6 +92,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/warlogs_hmm.py
 	$(PY) benchmarks/blas.py
 	$(PY) benchmarks/peers.py
+	$(PY) benchmarks/likelihoods.py
 
 # Re-resolve the newest releases pyproject.toml allows and rewrite the lock of every
 # target whose Python is here (make lock TARGETS=py312 for one).

@@ -15,6 +15,8 @@ prove private (listed in the docs' route table).
 
 from __future__ import annotations
 
+import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -226,3 +228,50 @@ def build(name: str) -> pm.Model:
     offset = sorted(CASES).index(name)
     records = pm.draw(fixed["y"], random_seed=SEED + offset)
     return pm.observe(generative, {"y": records})
+
+
+def _shared_coordinates(trace: Any, model: pm.Model) -> dict[str, np.ndarray]:
+    """Every scalar coordinate of the model's free variables in ``trace``'s posterior (draws flattened)."""
+    from pymc_dp import _compat
+
+    post = _compat.get_group(trace, "posterior")
+    out = {}
+    for rv in model.free_RVs:
+        if rv.name not in post:
+            continue
+        values = np.asarray(post[rv.name].values)
+        flat = values.reshape(values.shape[0] * values.shape[1], -1)
+        out.update({f"{rv.name}[{i}]": flat[:, i] for i in range(flat.shape[1])})
+    return out
+
+
+def release_beside_plain(name: str, epsilon: float = 100.0, seed: int = 5) -> dict[str, Any]:
+    """``pmdp.sample(epsilon=, loglik_clip=)`` on case ``name`` beside plain ``pm.sample`` on the same records.
+
+    Returns the route, the ledger's total, T and the number of released draws, each coordinate's distance
+    between the released mean and plain PyMC's posterior mean in plain posterior s.d., and both times.
+    """
+    import pymc_dp as pmdp
+
+    case = CASES[name]
+    options = dict(tune=400, chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        released = pmdp.sample(400, epsilon=epsilon, model=build(name), loglik_clip=case.clip, random_seed=seed,
+                               **options)
+        private_time = time.perf_counter() - start
+        start = time.perf_counter()
+        with build(name):
+            plain = pm.sample(1000, random_seed=seed + 1, **options)
+        plain_time = time.perf_counter() - start
+    ledger = pmdp.ledger(released)
+    entry = ledger.entries[0]
+    model = build(name)
+    ours, theirs = _shared_coordinates(released, model), _shared_coordinates(plain, model)
+    return {
+        "route": entry.details["route"], "epsilon": ledger.total().epsilon, "temperature": entry.details["temperature"],
+        "draws": entry.count,
+        "distance": {k: float(abs(ours[k].mean() - v.mean()) / v.std()) for k, v in theirs.items() if k in ours},
+        "missing": sorted(set(theirs) - set(ours)), "time": private_time, "plain_time": plain_time,
+    }

@@ -159,7 +159,7 @@ def test_saa_leaves_a_malformed_record_out_of_its_block_and_refuses_nothing(bad)
     odd = values.copy()
     odd[5] = bad
     ours, theirs = pmdp.PrivacyLedger(), pmdp.PrivacyLedger()
-    args = dict(epsilon=1.0, method="saa", ranges={"lam": (0, 10)}, blocks=4, noise_rng=0, random_seed=0)
+    args = dict(epsilon=5.0, method="saa", ranges={"lam": (0, 10)}, blocks=4, noise_rng=0, random_seed=0)
     with pytest.warns(pmdp.families.ClippedRecordsWarning, match="1 record.*left out of their block's fit, and 0"):
         got = pmdp.sample(30, model=_counts(odd), ledger=ours, **args, **QUIET)
     want = pmdp.sample(30, model=_counts(values), ledger=theirs, **args, **QUIET)
@@ -260,3 +260,52 @@ def test_observed_values_computed_across_records_are_refused_on_every_route(meth
     with pytest.raises(ValueError, match="computed from the data across records"):
         pmdp.sample(10, epsilon=1.0, method=method, model=model, ledger=ledger, **QUIET)
     assert len(ledger) == 0
+
+
+def test_a_block_keeps_the_models_initial_values_a_per_record_ones_cut_to_its_rows():
+    n = 40
+    with pm.Model(coords={"obs": np.arange(n)}) as model:
+        cut = pm.Normal("cut", 0.0, 2.0, shape=3, transform=pm.distributions.transforms.ordered, initval=[-1.0, 0.0, 1.0])
+        z = pm.Normal("z", 0.0, 1.0, dims="obs", initval=np.arange(n, dtype=float))
+        pm.OrderedLogistic("y", eta=z, cutpoints=cut, observed=np.arange(n) % 4, dims="obs")
+    part = block_model(model, np.array([2, 5, 9]))
+    initial = {rv.name: v for rv, v in part.rvs_to_initial_values.items() if v is not None}
+    np.testing.assert_allclose(np.asarray(initial["cut"]), [-1.0, 0.0, 1.0])
+    np.testing.assert_allclose(np.asarray(initial["z"]), [2.0, 5.0, 9.0])
+    # Without the cutpoints' initial values the ordered transform starts from equal cutpoints, where the
+    # log-density is not finite: every block's fit would fail and count as the ranges' midpoint.
+    assert np.isfinite(part.compile_logp()(part.initial_point()))
+
+
+def test_saa_refuses_an_aggregate_its_noise_would_swamp_with_the_numbers_before_spending():
+    model, _, _ = _regression(n=120)
+    ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=1.0))
+    # L1 = (10 + 10 + 4) / 4 = 6; ε/2 for the mean: noise s.d. √2·6/0.5 ≈ 17 ≥ half of every range.
+    with pytest.raises(ValueError, match=r"noise, not an answer.*sensitivity.*= 6\b.*s\.d\. 17") as caught:
+        pmdp.sample(100, epsilon=1.0, method="saa", model=model, ranges={"a": (-5, 5), "b": (-5, 5), "s": (0, 4)},
+                    blocks=4, ledger=ledger, **QUIET)
+    assert "Nothing was spent" in str(caught.value) and ledger.total().epsilon == 0.0
+
+
+def test_saa_warns_from_released_numbers_when_its_noise_dominates_the_blocks_error():
+    model, _, _ = _regression(n=200)
+    # Noise s.d. √2·(24/10)/2 ≈ 1.7: below half the ranges, far above the blocks' standard error (≈ 0.02–0.05).
+    with pytest.warns(pmdp.families.DegenerateReleaseWarning, match="noise-dominated"):
+        pmdp.sample(100, epsilon=4.0, method="saa", model=model, ranges={"a": (-5, 5), "b": (-5, 5), "s": (0, 4)},
+                    blocks=10, noise_rng=3, random_seed=3, **QUIET)
+
+
+def test_a_block_failing_for_a_reason_its_records_cannot_cause_says_so_and_that_nothing_was_spent(monkeypatch):
+    model, _, _ = _regression(n=120)
+    ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=100.0))
+
+    def failing_sample(*args, **kwargs):
+        raise TypeError("a message quoting a record: 3.14159")
+
+    monkeypatch.setattr(pm, "sample", failing_sample)
+    with pytest.raises(RuntimeError, match="block 1 of 4 failed with TypeError") as caught:
+        pmdp.sample(100, epsilon=100.0, method="saa", model=model, ranges={"a": (-5, 5), "b": (-5, 5), "s": (0, 4)},
+                    blocks=4, ledger=ledger, **QUIET)
+    assert "3.14159" not in str(caught.value)
+    assert "nothing was spent" in " ".join(getattr(caught.value, "__notes__", []))
+    assert ledger.total().epsilon == 0.0

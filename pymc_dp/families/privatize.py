@@ -32,7 +32,8 @@ class ClippedRecordsWarning(UserWarning):
 
 
 class DegenerateReleaseWarning(UserWarning):
-    """The released statistics leave the plug-in likelihood without a maximum (σ's posterior collapses to 0).
+    """A release whose answer is degenerate: statistics that leave the plug-in likelihood without a maximum (σ's
+    posterior collapses to 0), or an aggregate whose noise dominates it (method="saa").
 
     Raised from released values only (post-processing, no privacy cost), so it may be shown.
     """

@@ -413,6 +413,9 @@ class SAARun(RoutePlan):
             self._spent.append(self._named(entry, "mean square"))
             variance = np.maximum(noisy_square - noisy_mean**2, 0.0) * k / max(k - 1, 1) / k
         noise_variance = 2.0 * (l1 / eps_mean) ** 2
+        if self.spread:
+            _warn_if_noise_dominates(list(self.ranges), [c[0].size for c in self.ranges.values()], variance,
+                                     noise_variance)
         trace = self._approximation(noisy_mean, np.sqrt(variance + noise_variance))
         return Ran(trace, self.model, list(self._spent))
 
@@ -456,6 +459,32 @@ class SAARun(RoutePlan):
                 if dim in self.model.coords and self.model.coords[dim] is not None:
                     coords[dim] = list(self.model.coords[dim])
         return _compat.new_trace({"posterior": xr.Dataset(variables, coords=coords)})
+
+
+#: A warning when the aggregate's noise s.d. exceeds this many times the blocks' released standard error.
+NOISE_DOMINATES = 3.0
+
+
+def _warn_if_noise_dominates(names: Sequence[str], sizes: Sequence[int], variance: np.ndarray,
+                             noise_variance: float) -> None:
+    """Warn, from released numbers only (post-processing, free), when the noise of the aggregate is several times
+    the blocks' own standard error: the released error bar is then mostly noise, and a range narrowed to what
+    one would accept, more blocks or more ε would buy a real answer."""
+    import warnings
+
+    from ..families.privatize import DegenerateReleaseWarning
+
+    noise_sd, bounds = math.sqrt(noise_variance), np.cumsum([0, *sizes])
+    swamped = [n for n, a, b in zip(names, bounds[:-1], bounds[1:])
+               if noise_sd > NOISE_DOMINATES * float(np.sqrt(variance[a:b]).max())]
+    if swamped:
+        warnings.warn(
+            f"method='saa': the aggregate of {', '.join(map(repr, swamped))} is noise-dominated: the Laplace noise "
+            f"s.d. {noise_sd:.3g} is more than {NOISE_DOMINATES:g} times the blocks' released standard error "
+            "(read from the release, at no cost). Its error bar is honest but mostly noise; narrower ranges, more "
+            "blocks or more ε would give an answer.",
+            DegenerateReleaseWarning, stacklevel=5,
+        )
 
 
 def _probe_block(model: Any, rows: np.ndarray, leaves: Sequence[Any]) -> Any:
