@@ -96,3 +96,74 @@ def test_symbolic_likelihoods_mixing_records_are_refused_under_a_clip(name):
         CROSS_RECORD[name]()
     with pytest.raises(ValueError, match="other records' terms|not one row per record|records' \\(the first"):
         pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -10.0, 1.0))
+
+
+Y = np.random.default_rng(5).normal(size=60)
+
+
+def _moved_terms(build, change):
+    """How many clipped terms of other records move when record 3's row changes (the empirical check)."""
+    from pymc_dp.model.loglik_clip import clip_loglik
+
+    def terms(data):
+        with pm.Model() as model:
+            build(data)
+        clipped = clip_loglik(model, -10.0, 1.0)
+        (term,) = clipped.logp(vars=clipped.observed_RVs, sum=False, jacobian=False)
+        fn = clipped.compile_fn(term, inputs=clipped.value_vars, on_unused_input="ignore")
+        return np.asarray(fn({k: v + 0.4 for k, v in clipped.initial_point().items()}))
+
+    before, after = terms(X), terms(change(X))
+    moved = ~np.isclose(before, after)
+    moved[3] = False
+    return int(moved.sum())
+
+
+#: Records mixed in ways an earlier walk missed; each truly moves other records' terms.
+HIDDEN = {
+    "a sort along the records (axis=0)": lambda X: pm.Normal(
+        "y", pm.Normal("b") * pt.sort(pt.as_tensor(X), axis=0)[:, 0], 1.0, observed=Y),
+    "ranks along the records (argsort, axis=0)": lambda X: pm.Normal(
+        "y", pm.Normal("b") * pt.argsort(pt.as_tensor(X), axis=0)[:, 0], 1.0, observed=Y),
+    "records closed over by an OpFromGraph": lambda X: pm.Normal(
+        "y", _closure(X)(pm.Normal("m")), 1.0, observed=Y),
+    "a group-dim container holding one value per record": lambda X: pm.Normal(
+        "y", pm.Normal("m") + pm.Data("g", X[:, 0], dims="group").cumsum(), 1.0, observed=Y),
+}
+
+
+def _closure(X):
+    from pytensor.compile.builders import OpFromGraph
+
+    m = pt.scalar("m")
+    return OpFromGraph([m], [m + pt.as_tensor(X[:, 0]).cumsum()])
+
+
+@pytest.mark.parametrize("name", HIDDEN)
+def test_records_mixed_behind_an_axis_an_inner_graph_or_a_declared_dim_are_refused(name):
+    def build(data):
+        pm.modelcontext(None).add_coord("group", length=5)
+        HIDDEN[name](data)
+
+    def change(data):
+        data = data.copy()
+        data[3] = [40.0, -40.0]
+        return data
+
+    assert _moved_terms(build, change) > 0  # the construct does mix records: accepting it would be a leak
+    with pm.Model() as model:
+        build(X)
+    with pytest.raises(ValueError, match="other records' terms|not one row per record"):
+        pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -10.0, 1.0))
+
+
+def test_under_add_remove_no_refusal_quotes_a_length_that_could_be_the_number_of_records():
+    n = len(Y)
+    cases = [lambda: pm.Normal("y", pm.Normal("b") * pt.as_tensor(np.r_[X[:, 0], 0.0])[1:], 1.0, observed=Y),
+             lambda: pm.Normal("y", pm.Normal("m", pt.as_tensor(X[:, 0]).mean()), 1.0, observed=Y)]
+    for build in cases:
+        with pm.Model() as model:
+            build()
+        with pytest.raises(ValueError) as caught:
+            pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -10.0, 1.0), neighbouring="add_remove")
+        assert str(n) not in str(caught.value) and str(n + 1) not in str(caught.value), str(caught.value)

@@ -180,13 +180,18 @@ def test_identity_design_is_the_plain_release():
     np.testing.assert_allclose(d.forward(np.array([1.0, 2.0]), 10), [1.0, 2.0])
 
 
-@pytest.mark.slow
+#: (releases, coverage interval) of the calibration study: in CI (slow) and full size (make test-study). A true
+#: 90 % rate has a binomial s.d. of 2.7 points over 120 releases and 2.1 over 200: both intervals are ±2.4–2.6 s.d.
+CALIBRATION_SIZES = [pytest.param(120, (0.83, 0.97), marks=pytest.mark.slow, id="120"),
+                     pytest.param(200, (0.85, 0.95), marks=pytest.mark.study, id="200")]
+
+
+@pytest.mark.parametrize("releases, accepted", CALIBRATION_SIZES)
 @pytest.mark.parametrize("neighbouring", ["replace", "add_remove"])
-def test_the_noise_aware_posterior_of_a_centred_release_is_calibrated(neighbouring):
-    """90 % intervals of μ and σ from 200 releases (N = 200, ε = 1, ages-like records) cover at 0.85–0.95.
+def test_the_noise_aware_posterior_of_a_centred_release_is_calibrated(neighbouring, releases, accepted):
+    """90 % intervals of μ and σ from repeated releases (N = 200, ε = 1, ages-like records) cover at their rate.
 
     Each release is a new data set from Normal(45, 12) clipped to [18, 80] (almost no clipping) and new noise.
-    With 200 releases a true 90 % rate gives a binomial s.d. of 2.1 points: [0.85, 0.95] is ±2.4 s.d.
     Under add/remove the count is released with the centred sums and N is a latent variable
     (tests/test_latent_count.py).
     """
@@ -195,7 +200,6 @@ def test_the_noise_aware_posterior_of_a_centred_release_is_calibrated(neighbouri
     hits = {"mu": 0, "sigma": 0}
     truth = {"mu": 45.0, "sigma": 12.0}
     rng = np.random.default_rng(2024)
-    releases = 200
     for r in range(releases):
         x = np.clip(rng.normal(45.0, 12.0, 200), *AGES)
         with pm.Model():
@@ -211,7 +215,7 @@ def test_the_noise_aware_posterior_of_a_centred_release_is_calibrated(neighbouri
             lo, hi = np.quantile(draws, [0.05, 0.95])
             hits[name] += lo <= truth[name] <= hi
     for name, count in hits.items():
-        assert 0.85 <= count / releases <= 0.95, (name, count / releases)
+        assert accepted[0] <= count / releases <= accepted[1], (name, count / releases)
 
 
 REGRESSION_BOUNDS = {"x": ([1.0, 18.0, -2.0], [1.0, 80.0, 3.0]), "y": (3.0, 5.8)}

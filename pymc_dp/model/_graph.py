@@ -12,12 +12,27 @@ __all__ = ["ancestors", "data_leaves", "describe_leaf", "dim_lengths", "group_le
            "random_variables_in"]
 
 
-def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> Iterable[Any]:
+def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> list[Any]:
+    """Every variable ``graphs`` depend on, stopping at ``blockers``, and the leaves of the inner graphs of the
+    ops among them (``OpFromGraph``, PyMC's symbolic distributions, ``Scan``): data an inner graph closes over is
+    data the model reads, so every check on the model's data sees it."""
     try:  # pytensor >= 2.31
         from pytensor.graph.traversal import ancestors as walk
     except ImportError:  # pragma: no cover
         from pytensor.graph.basic import ancestors as walk
-    return walk(list(graphs), blockers=list(blockers))
+    out = list(walk(list(graphs), blockers=list(blockers)))
+    seen = set(out)
+    for var in list(out):
+        op = getattr(var.owner, "op", None)
+        inner = getattr(op, "inner_outputs", None)
+        if not inner:
+            continue
+        own = set(getattr(op, "inner_inputs", ()))
+        for leaf in ancestors(list(inner)):
+            if leaf.owner is None and leaf not in own and leaf not in seen:
+                seen.add(leaf)
+                out.append(leaf)
+    return out
 
 
 def random_variables_in(graphs: Sequence[Any]) -> list[str]:
@@ -201,11 +216,12 @@ def group_level_data(model: Any) -> list[Any]:
         if any(not (dims_of.get(rv.name) or (None,))[0] for rv in getattr(model, "observed_RVs", [])):
             return []
         return [v for v in getattr(model, "data_vars", []) if (dims_of.get(v.name) or ()) and v not in observed
-                and None not in dims_of[v.name] and not set(dims_of[v.name]) & along]
+                and None not in dims_of[v.name] and not set(dims_of[v.name]) & along
+                and _shaped_as_declared(model, v, dims_of[v.name])]
     records = _record_lengths(model)
     for var in getattr(model, "data_vars", []):
         dims = dims_of.get(var.name) or ()
-        if not dims or any(d is None for d in dims) or var in observed:
+        if not dims or any(d is None for d in dims) or var in observed or not _shaped_as_declared(model, var, dims):
             continue
         lengths = {int(np.asarray(model.dim_lengths[d].eval())) for d in dims if d in model.dim_lengths}
         if len(lengths) == len(set(dims)) and not lengths & records:
@@ -213,9 +229,20 @@ def group_level_data(model: Any) -> list[Any]:
     return out
 
 
+def _shaped_as_declared(model: Any, var: Any, dims: Sequence[str]) -> bool:
+    """Whether a container's values have the lengths its dims declare (PyMC does not insist): a container declared
+    with a group dim but holding one value per record is not group-level data."""
+    shape = np.shape(var.get_value(borrow=True)) if hasattr(var, "get_value") else ()
+    lengths = getattr(model, "dim_lengths", {})
+    return len(shape) == len(dims) and all(
+        d in lengths and int(np.asarray(lengths[d].eval())) == n for d, n in zip(dims, shape))
+
+
 def describe_leaf(var: Any) -> str:
     """A short human description of a data leaf."""
     name = getattr(var, "name", None)
+    if n_is_private():  # a shape could be the number of records
+        return repr(name) if name else "an unnamed array"
     shape = np.shape(getattr(var, "data", None)) if hasattr(var, "data") else np.shape(var.get_value(borrow=True))
     return f"{name!r} (shape {shape})" if name else f"an unnamed array of shape {shape}"
 

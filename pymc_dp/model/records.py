@@ -35,6 +35,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ._graph import _MIN_DERIVED
+
 __all__ = [
     "check_record_local", "check_terms_record_local", "RecordLocalityError", "per_record_leaves", "parameter_label",
     "likelihood_label",
@@ -42,6 +44,24 @@ __all__ = [
 
 #: The walk's "no record axis" marker.
 SHARED = None
+#: The walk's marker of a value that is the number of records (under add/remove); a shape vector holding it is
+#: marked ``(records' axis, ndim)``.
+COUNT = "the number of records"
+
+
+#: An array of at least this many entries closed over by an inner graph is taken for data (as a constant of that
+#: size is wherever the number of records is private).
+_CAPTURED = _MIN_DERIVED
+
+
+def _is_op_from_graph(op: Any) -> bool:
+    from pytensor.compile.builders import OpFromGraph
+
+    return isinstance(op, OpFromGraph)
+
+
+def _counts_records(axis: Any) -> bool:
+    return axis == COUNT or isinstance(axis, tuple)
 
 
 class RecordLocalityError(ValueError):
@@ -122,12 +142,43 @@ class _Walk:
         inputs = [self(i) if hasattr(i, "type") else SHARED for i in node.inputs[:1]]
         positional = _positional_indices(node, inputs[0])  # arange(N): positions, not the number N itself
         inputs += [SHARED if i in positional or not hasattr(i, "type") else self(i) for i in node.inputs[1:]]
-        if all(a is SHARED for a in inputs):
-            out: int | None = SHARED
+        if any(_counts_records(a) for a in inputs):
+            inputs = self._count_rule(node, var, inputs)
+        if not isinstance(inputs, list):  # the number of records, carried on
+            out: Any = inputs
+        elif all(a is SHARED for a in inputs) and not _is_op_from_graph(node.op):  # inner graphs: always read
+            out = SHARED
         else:
             out = self._rule(node, var, inputs)
         self.axis[var] = out
         return out
+
+    def _count_rule(self, node: Any, var: Any, axes: list[Any]) -> Any:
+        """Inputs carrying the number of records (under add/remove, where it is private): harmless as a *shape*
+        (of an allocation, a reshape, a draw's size: one more record is one more term, not another value), carried
+        on through arithmetic on sizes, refused wherever it would reach a term's value."""
+        from pytensor.tensor.elemwise import Elemwise
+        from pytensor.tensor.random.op import RandomVariable
+
+        op, kind = node.op, type(node.op).__name__
+        shapes = {"Alloc": range(1, len(axes)), "AllocEmpty": range(len(axes)), "SpecifyShape": range(1, len(axes)),
+                  "Reshape": (1,)}.get(kind, ())
+        if isinstance(op, RandomVariable):
+            shapes = (node.inputs.index(op.size_param(node)),)
+        axes = [SHARED if i in shapes and _counts_records(a) else a for i, a in enumerate(axes)]
+        if not any(_counts_records(a) for a in axes):
+            return axes
+        if kind == "Subtensor" and isinstance(axes[0], tuple) and all(a is SHARED for a in axes[1:]):
+            entry = node.op.idx_list[0] if node.op.idx_list else None
+            index = _constant(node.inputs[1]) if len(node.inputs) > 1 and not isinstance(entry, slice) else None
+            if index is not None and var.type.ndim == 0:  # one entry of a shape: N only at the records' axis
+                return COUNT if index % axes[0][1] == axes[0][0] else SHARED
+        sizes_only = isinstance(op, Elemwise) or kind in (
+            "MakeVector", "ScalarFromTensor", "TensorFromScalar", "Subtensor", "ARange", "DimShuffle")
+        if sizes_only and all(a is SHARED or _counts_records(a) for a in axes):
+            return COUNT
+        self._fail(node, "the number of records, private under add/remove")
+        return None  # pragma: no cover
 
     def _fail(self, node: Any, why: str) -> None:
         raise RecordLocalityError(
@@ -168,11 +219,11 @@ class _Walk:
         if kind in ("Softmax", "LogSoftmax", "CumOp", "SortOp", "ArgSortOp"):
             return self._along_axis(node, axes, kind)
         if kind in ("Shape", "Shape_i"):
-            # Shapes are public structure; the record count only under replace-one (N public).
-            on_records = kind == "Shape" or op.i == axes[0]
-            if on_records and self.neighbouring != "replace":
-                self._fail(node, "the number of records, private under add/remove")
-            return SHARED
+            # Shapes are public structure; the record count only under replace-one (N public). Under add/remove it
+            # is carried as a marker (the records' axis of the shape vector) that may size, never value, a term.
+            if self.neighbouring == "replace" or (kind == "Shape_i" and op.i != axes[0]):
+                return SHARED
+            return COUNT if kind == "Shape_i" else (axes[0], node.inputs[0].type.ndim)
         if kind == "Alloc":
             if any(a is not SHARED for a in axes[1:]):
                 self._fail(node, "records in a shape")
@@ -202,8 +253,10 @@ class _Walk:
             self._fail(node, "records as an axis argument")
         ndim = node.inputs[0].type.ndim
         axis = getattr(node.op, "axis", None)
-        if kind in ("SortOp", "ArgSortOp"):
-            axis = _constant(node.inputs[1]) if len(node.inputs) > 1 else -1
+        if kind in ("SortOp", "ArgSortOp") and len(node.inputs) > 1:  # older PyTensor: the axis is an input
+            axis = _constant(node.inputs[1])
+            if axis is None:
+                self._fail(node, "a sort along an axis that is not a constant")
         over = tuple(range(ndim)) if axis is None else tuple(
             int(a) % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))
         )
@@ -283,7 +336,20 @@ class _Walk:
         """An op defined by an inner graph (PyMC's symbolic random variables: ``Mixture``, ``Censored``,
         ``CustomDist(dist=...)``, zero-inflated, ...): the same walk through that graph, its inputs carrying the
         outer record axes."""
+        from pytensor.compile.sharedvalue import SharedVariable
+        from pytensor.graph.basic import Constant
+        from pytensor.graph.traversal import ancestors
+        from pytensor.tensor.random.type import RandomType
+
         op = node.op
+        own = set(op.inner_inputs)
+        for leaf in ancestors(op.inner_outputs):
+            if leaf.owner is not None or leaf in own:
+                continue
+            if ((isinstance(leaf, SharedVariable) and not isinstance(leaf.type, RandomType))
+                    or (isinstance(leaf, Constant) and np.size(getattr(leaf, "data", None)) >= _CAPTURED)):
+                # data closed over by the inner graph escapes every check on the model's data; pass it as an input
+                self._fail(node, "data captured inside it rather than passed as an input")
         inner = _Walk((), (), self.neighbouring)
         for inner_input, a in zip(op.inner_inputs, axes):
             inner.axis[inner_input] = a
@@ -377,7 +443,7 @@ class _Walk:
 
 def _positional_indices(node: Any, axis: int | None) -> set[Any]:
     """The index arrays of an advanced index on per-record rows that are the records' own positions."""
-    if axis is SHARED or type(node.op).__name__ not in ("AdvancedSubtensor", "AdvancedSubtensor1"):
+    if not isinstance(axis, int) or type(node.op).__name__ not in ("AdvancedSubtensor", "AdvancedSubtensor1"):
         return set()
     entries = _index_positions(node)
     if axis >= len(entries) or entries[axis] is None:

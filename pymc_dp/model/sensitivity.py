@@ -38,7 +38,7 @@ import numpy as np
 from ..accounting.validation import check_epsilon, check_neighbouring
 from ..families import family_of_dist
 from ..families._params import per_record_parameters
-from ._graph import ancestors, data_leaves, describe_leaf, dim_lengths, only_constants
+from ._graph import ancestors, data_leaves, describe_leaf, dim_lengths, n_is_private, only_constants
 from .loglik_clip import clip_terms, loglik_clip_of
 from .records import RecordLocalityError, check_record_local, parameter_label, per_record_leaves
 from .truncation import is_simplex_floor
@@ -385,7 +385,8 @@ def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], rec
     if other:
         raise ValueError(
             f"the parameters of the observed variable {rv.name!r} depend on data that is not one row per record "
-            f"({', '.join(describe_leaf(v) for v in other)}; {rv.name!r} has {records} records): an aggregate over "
+            f"({', '.join(describe_leaf(v) for v in other)}"
+            f"{'' if n_is_private() else f'; {rv.name!r} has {records} records'}): an aggregate over "
             "records, or records sliced or transposed, reaches every record's term and no per-record sensitivity "
             "holds. Pass per-record inputs with one row per record (first axis of length N). Nothing was spent."
         )
@@ -580,8 +581,15 @@ def loglik_sensitivity(
     """
     import pymc as pm
 
+    from ._graph import number_of_records_private
+
     model = pm.modelcontext(model)
     relation = check_neighbouring(neighbouring)
+    with number_of_records_private(relation == "add_remove"):  # N private: no check compares a size with it
+        return _loglik_sensitivity(model, bounds, relation, wrt)
+
+
+def _loglik_sensitivity(model: Any, bounds: Any, relation: str, wrt: Any) -> LoglikSensitivity:
     if not model.observed_RVs:
         raise ValueError("the model has no observed variables: there is no log-likelihood whose sensitivity to bound.")
     if bounds is not None and not isinstance(bounds, Mapping):
