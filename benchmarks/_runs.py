@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["StoredRuns"]
+__all__ = ["StoredRuns", "write_results"]
 
 
 class StoredRuns:
@@ -30,3 +30,11 @@ class StoredRuns:
             if echo:
                 print(key, self.done[key], flush=True)
         return self.done[key]
+
+
+def write_results(stem: str, results: Any, markdown: str) -> None:
+    """``results/<stem>.json`` and ``results/<stem>.md`` beside the benchmarks, and the table on stdout."""
+    out = Path(__file__).resolve().parent / "results"
+    (out / f"{stem}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out / f"{stem}.md").write_text(markdown + "\n")
+    print(markdown)

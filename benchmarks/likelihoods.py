@@ -16,14 +16,13 @@ pymc_dp refuses is listed with the refusal's reason.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-from _runs import StoredRuns  # noqa: E402
+from _runs import StoredRuns, write_results  # noqa: E402
 
 EPSILONS = (10.0, 100.0)
 
@@ -63,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         rows[name] = {f"{eps:g}": store.get(key, lambda eps=eps: L.release_beside_plain(name, eps))
                       for eps, key in keys.items()}
-    (HERE / "results" / "likelihoods.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (HERE / "results" / "likelihoods.md").write_text(table(rows) + "\n")
-    print(table(rows))
+    write_results("likelihoods", rows, table(rows))
     return 0
 
 

@@ -52,7 +52,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _runs import StoredRuns  # noqa: E402
+from _runs import StoredRuns, write_results  # noqa: E402
 
 SIZES = (100, 1000, 10_000)
 EPSILONS = (0.1, 1.0)
@@ -292,9 +292,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[f"{question} | {n} | {eps:g}"] = summarise(runs, truth[question])
                 print(f"{question:15s} N={n:<6d} ε={eps:<4g}", json.dumps(results[f'{question} | {n} | {eps:g}']),
                       flush=True)
-    (HERE / "results" / "peers.json").write_text(json.dumps(results, indent=1) + "\n")
-    (HERE / "results" / "peers.md").write_text(table(results) + "\n")
-    print(table(results))
+    write_results("peers", results, table(results))
     return 0
 
 

@@ -194,7 +194,23 @@ def test_likelihoods_pymc_derives_from_their_generating_graph_are_clipped_too():
     assert got.min() == -5.0  # the clip binds
 
 
+def _centred():
+    return pt.as_tensor(X[:, 0]) - pt.as_tensor(X[:, 0]).mean()
+
+
 MIXING_TERMS = {
+    "a mixture component centred on the records' mean": lambda: pm.NormalMixture(
+        "y", w=pm.Dirichlet("w", np.ones(2)), mu=pt.stack([_centred(), _centred() + 1], axis=-1), sigma=1.0,
+        observed=X[:, 1]),
+    "a censored distribution of a cumulative sum": lambda: pm.Censored(
+        "y", pm.Normal.dist(pt.cumsum(pt.as_tensor(X[:, 0])) * pm.Normal("b"), 1.0), lower=-1, upper=1,
+        observed=np.clip(X[:, 1], -1, 1)),
+    "a zero-inflated rate of sorted covariates": lambda: pm.ZeroInflatedPoisson(
+        "y", psi=0.5, mu=pt.exp(pt.sort(pt.as_tensor(X[:, 0])) * pm.Normal("b")), observed=np.zeros(50, dtype=int)),
+    "ordinal probabilities normalised over the records": lambda: pm.Categorical(
+        "y", p=pt.special.softmax(pt.as_tensor(X) * pm.Normal("b"), axis=0), observed=np.zeros(50, dtype=int)),
+    "multivariate rows with means of the next record": lambda: pm.MvNormal(
+        "y", mu=pt.roll(pt.as_tensor(X), 1, axis=0) * pm.Normal("b"), cov=np.eye(2), observed=X),
     "a generating graph that accumulates the records": lambda: pm.CustomDist(
         "y", pm.HalfNormal("s"), dist=lambda s, size: pt.cumsum(pm.Normal.dist(0, s, size=size)), observed=np.cumsum(Y)),
     "an observed value centred on its mean": lambda: pm.Normal(
@@ -212,7 +228,7 @@ MIXING_TERMS = {
 def test_terms_that_mix_records_are_refused_wherever_the_mixing_happens(name):
     with pm.Model() as model:
         MIXING_TERMS[name]()
-    with pytest.raises(ValueError, match="reach|not one per record"):
+    with pytest.raises(ValueError, match="reach|not one per record|not one row per record|records' \\(the first"):
         pmdp.loglik_sensitivity(pmdp.clip_loglik(model, -5, 0))
 
 
