@@ -388,6 +388,24 @@ def test_free_rv_with_data_prior_keeps_its_deterministic():
     assert set(data_dependent_deterministics(model)) == {"a_scaled"}
 
 
+def test_deterministics_of_parameters_alone_are_released_whatever_their_shape_and_hidden_data_is_not():
+    """An LKJ prior's correlations and standard deviations (its packing indices are constants) are functions of the
+    parameters; a per-record index, or data closed over by an inner graph, is data."""
+    from pytensor.compile.builders import OpFromGraph
+
+    rows = np.random.default_rng(1).normal(size=(40, 3))
+    index = np.random.default_rng(2).integers(0, 3, 40)
+    m = pt.scalar("m")
+    closed_over = OpFromGraph([m], [m + pt.as_tensor(rows[:, 0]).sum()])
+    with pm.Model() as model:
+        chol, _, _ = pm.LKJCholeskyCov("chol", n=3, eta=2.0, sd_dist=pm.Exponential.dist(1.0), compute_corr=True)
+        a = pm.Normal("a", shape=3)
+        pm.Deterministic("per_record", a[index])
+        pm.Deterministic("hidden", closed_over(a[0]))
+        pm.MvNormal("y", mu=0, chol=chol, observed=rows)
+    assert set(data_dependent_deterministics(model)) == {"per_record", "hidden"}
+
+
 # --------------------------------------------------------------------------- DataTree branch
 
 

@@ -19,7 +19,7 @@ import xarray as xr
 
 from ..accounting import PrivacyLedger
 from .. import _compat
-from ..model._graph import PUBLIC_DATA, group_level_data, number_of_records_private, record_dims
+from ..model._graph import PUBLIC_DATA, ancestors, group_level_data, number_of_records_private, record_dims
 from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_dp_version
 
 __all__ = [
@@ -37,10 +37,8 @@ RELEASED_ATTRS = ("arviz_version", "inference_library", "inference_library_versi
 
 
 def _ancestors(graphs: Sequence[Any], blockers: Sequence[Any]) -> Iterable[Any]:
-    try:  # pytensor >= 2.31 moved graph walking to pytensor.graph.traversal
-        from pytensor.graph.traversal import ancestors
-    except ImportError:  # pragma: no cover - older pytensor
-        from pytensor.graph.basic import ancestors
+    """The graphs' ancestors, the leaves of inner graphs (``OpFromGraph``, ``Scan``) included: a Deterministic
+    computed by an inner graph that closes over data reads that data."""
     return ancestors(graphs, blockers=blockers)
 
 
