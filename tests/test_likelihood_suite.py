@@ -141,7 +141,7 @@ def test_under_add_remove_no_refusal_quotes_a_length_that_could_be_the_number_of
 
 
 @pytest.mark.parametrize("name", ["Categorical", "OrderedLogistic", "MvNormal", "LogitNormal"])
-def test_under_add_remove_a_likelihood_may_be_sized_by_the_number_of_records_but_not_valued(name):
+def test_under_add_remove_catalogue_likelihoods_sized_by_the_number_of_records_are_planned(name):
     """PyMC writes these densities with the records' count as a shape (an allocation, an identity index): one more
     record is one more term, so they are planned under add/remove; a term whose value reads the count is not."""
     ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=100.0), neighbouring="add_remove")
@@ -149,8 +149,28 @@ def test_under_add_remove_a_likelihood_may_be_sized_by_the_number_of_records_but
         warnings.simplefilter("ignore")
         plan = _plan(L.build(name), 300, 100.0, "auto", ledger, None, {"loglik_clip": L.CASES[name].clip})
     assert plan.route == "ops"
-    with pm.Model() as valued:
+
+
+#: Terms whose value reads the number of records (refused under add/remove) and one only sized by it (accepted).
+COUNTED = {
+    "log N": (lambda x: pt.log(x.shape[0]), "the number of records"),
+    "a sum of ones(N)": (lambda x: pt.ones(x.shape[0]).sum(), "a reduction over the records"),
+    "a cumulative sum of ones(N)": (lambda x: pt.cumsum(pt.ones(x.shape[0])), "along the records"),
+    "arange(N) as a value": (lambda x: pt.arange(x.shape[0]), "the number of records"),
+    "zeros(N), a size only": (lambda x: pt.zeros(x.shape[0]), None),
+}
+
+
+@pytest.mark.parametrize("name", COUNTED)
+def test_under_add_remove_the_number_of_records_may_size_a_term_but_not_value_it(name):
+    term, refusal = COUNTED[name]
+    with pm.Model() as model:
         x = pm.Data("x", X[:, 0])
-        pm.Normal("y", pm.Normal("b") * x + pt.log(x.shape[0]), 1.0, observed=Y)
-    with pytest.raises(ValueError, match="the number of records, private under add/remove"):
-        pmdp.loglik_sensitivity(pmdp.clip_loglik(valued, -10.0, 1.0), neighbouring="add_remove")
+        pm.Normal("y", pm.Normal("b") * x + term(x), 1.0, observed=Y)
+    clipped = pmdp.clip_loglik(model, -10.0, 1.0)
+    assert pmdp.loglik_sensitivity(clipped).total == 11.0  # N public: all of them are row-local
+    if refusal is None:
+        assert pmdp.loglik_sensitivity(clipped, neighbouring="add_remove").total == 5.5
+        return
+    with pytest.raises(ValueError, match=refusal):
+        pmdp.loglik_sensitivity(clipped, neighbouring="add_remove")

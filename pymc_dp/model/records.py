@@ -154,28 +154,47 @@ class _Walk:
         return out
 
     def _count_rule(self, node: Any, var: Any, axes: list[Any]) -> Any:
-        """Inputs carrying the number of records (under add/remove, where it is private): harmless as a *shape*
-        (of an allocation, a reshape, a draw's size: one more record is one more term, not another value), carried
-        on through arithmetic on sizes, refused wherever it would reach a term's value."""
+        """Inputs carrying the number of records (under add/remove, where it is private). As the length of an
+        allocation or of a draw's size it makes that axis as long as the records — the records' axis, so a
+        reduction over it is refused like any other; asserted in ``specify_shape`` it is harmless; carried through
+        arithmetic on sizes; refused wherever else it would reach a term's value."""
         from pytensor.tensor.elemwise import Elemwise
         from pytensor.tensor.random.op import RandomVariable
 
         op, kind = node.op, type(node.op).__name__
-        shapes = {"Alloc": range(1, len(axes)), "AllocEmpty": range(len(axes)), "SpecifyShape": range(1, len(axes)),
-                  "Reshape": (1,)}.get(kind, ())
+        if kind == "SpecifyShape":
+            return [axes[0], *(SHARED for _ in axes[1:])]
+        if kind in ("Alloc", "AllocEmpty"):
+            first = 1 if kind == "Alloc" else 0
+            sized = [j for j, a in enumerate(axes[first:]) if a == COUNT]
+            if len(sized) != 1 or any(_counts_records(a) for a in axes[first:] if a != COUNT) or _counts_records(
+                    axes[0]) and first:
+                self._fail(node, "the number of records, private under add/remove")
+            value = axes[0] if first else SHARED
+            if value is not SHARED and value + var.type.ndim - node.inputs[0].type.ndim != sized[0]:
+                self._fail(node, "per-record operands whose record axes do not line up")
+            return sized[0]
         if isinstance(op, RandomVariable):
-            shapes = (node.inputs.index(op.size_param(node)),)
-        axes = [SHARED if i in shapes and _counts_records(a) else a for i, a in enumerate(axes)]
-        if not any(_counts_records(a) for a in axes):
-            return axes
+            size = node.inputs.index(op.size_param(node))
+            if not isinstance(axes[size], tuple) or any(_counts_records(a) for i, a in enumerate(axes) if i != size):
+                self._fail(node, "the number of records, private under add/remove")
+            rest = [SHARED if i == size else a for i, a in enumerate(axes)]
+            drawn = SHARED if all(a is SHARED for a in rest) else self._rule(node, var, rest)
+            if node.outputs.index(var) != 1:
+                return SHARED
+            if drawn is not SHARED and drawn != axes[size][0]:
+                self._fail(node, "per-record operands whose record axes do not line up")
+            return axes[size][0]
+        if kind == "MakeVector" and all(a is SHARED or a == COUNT for a in axes):
+            counted = [j for j, a in enumerate(axes) if a == COUNT]
+            return (counted[0], len(axes)) if len(counted) == 1 else self._fail(node, "two lengths of the records")
         if kind == "Subtensor" and isinstance(axes[0], tuple) and all(a is SHARED for a in axes[1:]):
             entry = node.op.idx_list[0] if node.op.idx_list else None
             index = _constant(node.inputs[1]) if len(node.inputs) > 1 and not isinstance(entry, slice) else None
             if index is not None and var.type.ndim == 0:  # one entry of a shape: N only at the records' axis
                 return COUNT if index % axes[0][1] == axes[0][0] else SHARED
-        sizes_only = isinstance(op, Elemwise) or kind in (
-            "MakeVector", "ScalarFromTensor", "TensorFromScalar", "Subtensor", "ARange", "DimShuffle")
-        if sizes_only and all(a is SHARED or _counts_records(a) for a in axes):
+        arithmetic = isinstance(op, Elemwise) or kind in ("ScalarFromTensor", "TensorFromScalar")
+        if arithmetic and all(a is SHARED or a == COUNT for a in axes):
             return COUNT
         self._fail(node, "the number of records, private under add/remove")
         return None  # pragma: no cover
