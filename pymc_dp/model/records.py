@@ -100,7 +100,7 @@ def _constant(var: Any) -> int | None:
 
 #: What the user wrote, for the PyTensor operations a refusal names.
 _WRITTEN_AS = {
-    "Add": "a sum (.sum() or +)", "Mul": "a product (.prod() or *)", "Maximum": "a maximum (.max())",
+    "Add": "a sum or mean (.sum(), .mean(), +)", "Mul": "a product (.prod() or *)", "Maximum": "a maximum (.max())",
     "Minimum": "a minimum (.min())", "LogSumExp": "logsumexp", "Join": "pt.concatenate / pt.stack",
     "CumOp": "a cumulative sum or product (pt.cumsum)", "SortOp": "pt.sort", "ArgSortOp": "pt.argsort",
     "Softmax": "softmax", "LogSoftmax": "log_softmax", "Subtensor": "slicing (x[1:], x[0])",

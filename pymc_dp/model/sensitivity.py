@@ -408,8 +408,9 @@ def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], rec
         check_record_local(rv, model, named, aligned)
     except RecordLocalityError as err:
         raise ValueError(
-            f"{err}. Each record's covariates, group index or per-record parameters must enter only its own "
-            f"log-likelihood terms for the clip to bound one record's influence. {_WHAT_WORKS} Nothing was spent."
+            f"{err}. The per-record inputs there: {names}. Each record's covariates, group index or per-record "
+            f"parameters must enter only its own log-likelihood terms for the clip to bound one record's influence. "
+            f"{_WHAT_WORKS} Nothing was spent."
         ) from None
 
 

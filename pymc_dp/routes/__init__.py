@@ -158,6 +158,7 @@ def _plan_route(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, 
         options = options_for(method, keywords)
         check_request(model, draws, keywords)
         plan = PLANNERS[options.method](model, draws, epsilon, options, ledger, neighbouring, keywords)
+        plan.route_name = options.method
     check_plan_keywords(plan, keywords)
     plan.assumptions = group_level_assumption(model)
     return plan

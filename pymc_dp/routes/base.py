@@ -81,6 +81,8 @@ class RoutePlan(ABC):
     entries: Sequence[LedgerEntry] = field(default_factory=tuple)
     #: Assumptions every entry the run spends is recorded with (e.g. group-level data read as public).
     assumptions: Sequence[str] = field(default_factory=tuple, kw_only=True)
+    #: The route's name (``method=``), recorded in every entry the run spends that does not name it already.
+    route_name: str | None = field(default=None, kw_only=True)
 
     @abstractmethod
     def run(self) -> Ran:
@@ -152,12 +154,16 @@ def quiet_logs(active: bool = True) -> Iterator[None]:
         logging.disable(previous)
 
 
-def _with_assumptions(entries: Sequence[LedgerEntry], assumptions: Sequence[str]) -> list[LedgerEntry]:
+def _recorded(entries: Sequence[LedgerEntry], plan: RoutePlan) -> list[LedgerEntry]:
+    """The entries a run spent as the ledger records them: with the plan's assumptions and its route's name."""
     from dataclasses import replace
 
-    new = tuple(assumptions)
-    return [replace(e, assumptions=(*e.assumptions, *(a for a in new if a not in e.assumptions))) if new else e
-            for e in entries]
+    new = tuple(plan.assumptions)
+    out = [replace(e, assumptions=(*e.assumptions, *(a for a in new if a not in e.assumptions))) if new else e
+           for e in entries]
+    if plan.route_name:
+        out = [e if "route" in e.details else replace(e, details={"route": plan.route_name, **e.details}) for e in out]
+    return out
 
 
 def _spent_note(spent: Sequence[LedgerEntry]) -> str:
@@ -183,13 +189,13 @@ def execute(plan: RoutePlan) -> Any:
             with quiet_logs(plan.reads_records), number_of_records_private(private_n):
                 ran = plan.run()
         except BaseException as failure:
-            spent = _with_assumptions(plan.spent_on_failure(failure), plan.assumptions)
+            spent = _recorded(plan.spent_on_failure(failure), plan)
             if spent:
                 reservation.commit(spent)
             if isinstance(failure, Exception):
                 failure.add_note(_spent_note(spent))
             raise
-        reservation.commit(_with_assumptions(ran.spent, plan.assumptions))
+        reservation.commit(_recorded(ran.spent, plan))
     with number_of_records_private(private_n):
         return release(
             ran.trace, ledger=plan.ledger, model=ran.model, sample_stats=tuple(ran.sample_stats),

@@ -450,6 +450,8 @@ class SAARun(RoutePlan):
             # Truncated to the declared range: the estimates were clipped into it.
             draws = truncnorm.rvs((lo - m) / s, (hi - m) / s, loc=m, scale=s,
                                   size=(chains, self.draws, *lo.shape), random_state=rng)
+            if _is_ordered(self.model, name):  # ordered cutpoints stay ordered in every draw (post-processing)
+                draws = np.sort(draws, axis=-1)
             dims = ["chain", "draw", *(self.model.named_vars_to_dims.get(name) or [f"{name}_dim_{i}" for i in range(lo.ndim)])]
             variables[name] = (dims, draws)
             start += size
@@ -485,6 +487,13 @@ def _warn_if_noise_dominates(names: Sequence[str], sizes: Sequence[int], varianc
             "blocks or more ε would give an answer.",
             DegenerateReleaseWarning, stacklevel=5,
         )
+
+
+def _is_ordered(model: Any, name: str) -> bool:
+    """Whether the variable's transform orders it (``transforms.ordered``, alone or in a chain)."""
+    transform = model.rvs_to_transforms.get(model[name])
+    parts = getattr(transform, "transform_list", None) or [transform]
+    return any(type(t).__name__ == "Ordered" for t in parts)
 
 
 def _probe_block(model: Any, rows: np.ndarray, leaves: Sequence[Any]) -> Any:
@@ -527,7 +536,8 @@ def _check_noise_leaves_an_answer(ranges: Mapping[str, tuple[np.ndarray, np.ndar
     if swamped:
         raise ValueError(
             f"method='saa' would release noise, not an answer: the mean of {k} clipped block estimates has L1 "
-            f"sensitivity Σ(range widths)/k = {l1:.3g}, so its Laplace noise at ε = {eps_mean:.3g} has s.d. {sd:.3g}, "
+            f"sensitivity Σ(range widths)/k = {l1:.3g}, so its Laplace noise at ε = {eps_mean:.3g} (the mean's share of "
+            f"epsilon; with spread=True the other half releases the blocks' spread) has s.d. {sd:.3g}, "
             f"at least {SWAMPED:g} × the declared range of {', '.join(f'{n!r} (width {w:.3g})' for n, w in swamped.items())}. "
             "Narrow the ranges to what you would accept, release fewer parameters (var_names=), use more blocks "
             "(blocks=; N/k records each must still fit the model), spread=False, or a larger epsilon. Nothing was spent."
