@@ -309,3 +309,21 @@ def test_a_block_failing_for_a_reason_its_records_cannot_cause_says_so_and_that_
     assert "3.14159" not in str(caught.value)
     assert "nothing was spent" in " ".join(getattr(caught.value, "__notes__", []))
     assert ledger.total().epsilon == 0.0
+
+
+def test_ordered_variables_are_released_ordered_in_every_draw():
+    rng = np.random.default_rng(4)
+    n = 240
+    x = rng.normal(size=n)
+    y = np.digitize(x + rng.logistic(size=n), [-1.0, 0.0, 1.0])
+    with pm.Model(coords={"obs": np.arange(n), "threshold": [0, 1, 2]}) as model:
+        b = pm.Normal("b", 0, 2)
+        cut = pm.Normal("cut", 0, 3, dims="threshold", transform=pm.distributions.transforms.ordered,
+                        initval=[-1.0, 0.0, 1.0])
+        pm.OrderedLogistic("y", eta=b * pm.Data("x", x, dims="obs"), cutpoints=cut, observed=y, dims="obs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = pmdp.sample(200, epsilon=20.0, method="saa", model=model, blocks=6, noise_rng=2, random_seed=2,
+                            ranges={"b": (-1, 4), "cut": (-4, 4)}, **QUIET)
+    draws = np.asarray(_compat.get_group(trace, "posterior")["cut"]).reshape(-1, 3)
+    assert np.all(np.diff(draws, axis=1) >= 0)
