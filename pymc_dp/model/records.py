@@ -18,15 +18,26 @@ which axis (if any) indexes the records:
 * elementwise operations, broadcasting, ``DimShuffle`` and full slices keep the axis
   (where the broadcast puts it); a matrix product keeps a row axis of one operand
   when the other holds no records; indexing a parameter vector with a per-record
-  index array (``alpha[idx]``) gives a per-record result; reductions over other axes
-  keep it;
-* anything else that touches a per-record input — a reduction over the records, a
-  sort, a slice of the records, a product of two per-record operands — is refused,
-  naming the operation.
+  index array (``alpha[idx]``) gives a per-record result, and so does taking each
+  record's own entry (``p[arange(N), y]``, ``take_along_axis``); reductions, joins,
+  softmax, cumulative sums and sorts along other axes keep it;
+* what an operation does is read from PyTensor's and PyMC's own descriptions of it, not
+  from a list: a random variable (the likelihood, a mixture's component, a censored or
+  truncated distribution) is batched over its parameters as its signature says
+  (``ndims_params``, ``ndim_supp``), a ``Blockwise`` as its gufunc signature says, and an
+  op defined by an inner graph (PyMC's symbolic distributions, ``OpFromGraph``) is walked
+  through that graph — and refused if the graph closes over data instead of taking it as
+  an input;
+* anything else that touches a per-record input — a reduction, join, sort, softmax or
+  cumulative sum along the records, a slice of the records, records indexing records, a
+  product of two per-record operands — is refused, naming the operation as it is written.
 
-Finally the parameter's record axis must line up with the observed variable's first
-axis. What is proven is exactly what a log-likelihood clip needs: one record moves
-only its own terms.
+Under add/remove neighbouring the number of records is private: it may size a term (an
+allocation as long as the records lies along them) but never value one.
+
+Finally the likelihood itself is walked: its draws must carry the records on their first
+axis, the observed values'. What is proven is exactly what a log-likelihood clip needs:
+one record moves only its own terms.
 """
 
 from __future__ import annotations
