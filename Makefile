@@ -52,7 +52,8 @@ SECONDARY_TESTS ?= tests/test_routes.py tests/test_trace.py tests/test_leaks.py 
 	tests/test_ledger_failure.py tests/test_accounting.py tests/test_noise_sources.py \
 	tests/test_secure_default.py tests/test_warlogs_demo.py tests/test_examples.py tests/test_noise_aware_counts.py \
 	tests/test_bounded_sum.py tests/test_hostile_input.py tests/test_ais.py tests/test_thresholdout.py tests/test_mwem.py \
-	tests/test_noise_aware_bivariate.py tests/test_nuts_sampler.py tests/test_nutpie_cache.py tests/test_missing.py
+	tests/test_noise_aware_bivariate.py tests/test_nuts_sampler.py tests/test_nutpie_cache.py tests/test_missing.py \
+	tests/test_likelihood_suite.py
 test-secondary:
 	$(MAKE) test TARGET=py311 TESTS="$(SECONDARY_TESTS)"
 
