@@ -336,8 +336,8 @@ class SAARun(RoutePlan):
                 estimate = self._fit_block(rows[~left_out[rows]], seeds[b], kwargs, failed)
             except Exception as err:  # noqa: BLE001 - said without its message, which can quote the records
                 raise RuntimeError(
-                    f"method='saa': fitting block {b + 1} of {len(partition)} failed with {type(err).__name__} (its "
-                    "message is not repeated: it can quote the records). A keyword pm.sample rejects, or a model "
+                    f"method='saa': fitting a block of records failed with {type(err).__name__} (neither the block "
+                    "nor the message is named: either could tell something of the records). A keyword pm.sample rejects, or a model "
                     "that cannot be sampled at all, fails alike on every block; try pm.sample on the model first."
                 ) from None
             bar.advance()
