@@ -274,3 +274,17 @@ def test_cli_exit_status_reports_a_missed_twin(capsys):
     # With 1 000 runs the Gaussian's twin cannot be told from a correct mechanism: exit status 1.
     code = main(["audit", "--only", "gaussian", "--runs-scale", "0.005", "--noise", "seeded"])
     assert code == 1 and "MISSED" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("family, bounds, records, added", [
+    ("normal", {"x": (18.0, 80.0)}, [30.0, 45.0, 61.0], 80.0), ("poisson", {"upper": 20}, [0.0, 3.0, 5.0], 20.0)])
+def test_the_centred_release_neighbours_attain_the_weighted_sensitivity(family, bounds, records, added):
+    """The audit targets of the centred, weighted releases are tight: one record added at the bounds' edge moves the
+    weighted vector by Δ_w, the sensitivity charged (to its 1e-12 rounding up), so the true loss is ε."""
+    from pymc_dp.families.privatize import prepare_statistics
+
+    data, neighbour = (prepare_statistics(np.array(x), family, bounds=bounds, neighbouring="add_remove")
+                       for x in (records, records + [added]))
+    assert not data.design.is_identity
+    gap = np.abs(data.exact_released - neighbour.exact_released).sum()
+    assert gap == pytest.approx(data.sensitivity, rel=1e-9)

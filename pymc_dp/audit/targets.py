@@ -172,6 +172,35 @@ def _laplace_route(broken: bool, secure: bool):
     return (run, *_route_records())
 
 
+def _centred_release(family: str, bounds: dict, records: np.ndarray, added: float, **family_args: Any):
+    """A family's centred, weighted release under add/remove (:mod:`pymc_dp.families.release_design`).
+
+    The neighbour adds one record at the bounds' edge, where ``|x − c|`` (and ``(x − c)²``) are
+    largest, so the weighted vector moves by exactly Δ_w: the true loss is ε (tight). The
+    statistic is the exact privacy loss of the independent Laplace coordinates times their scale,
+    ``Σᵢ sign(Δᵢ) clip(2zᵢ − mᵢ − m′ᵢ, −|Δᵢ|, |Δᵢ|)`` on the released coordinates z, m and m′ the
+    exact released vectors and Δ = m − m′: the value Δ_w (an atom of probability 2⁻ᵈ under the
+    data) when every coordinate falls beyond the data's mean. The twin's noise source halves the
+    scale.
+    """
+    def build(broken: bool, secure: bool):
+        from ..families.privatize import prepare_statistics, release_statistics
+
+        prepared = [prepare_statistics(x, family, bounds=bounds, neighbouring="add_remove", **family_args)
+                    for x in (records, np.append(records, added))]
+        m, m2 = (p.exact_released for p in prepared)
+        gap = m - m2
+
+        def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+            z = np.array([release_statistics(prepared[s], 1.0, ledger=PrivacyLedger(neighbouring="add_remove"),
+                                             rng=_source(broken, secure, rng)).released for _ in range(size)])
+            return (np.sign(gap) * np.clip(2.0 * z - m - m2, -np.abs(gap), np.abs(gap))).sum(axis=1)
+
+        return run, 0, 1
+
+    return build
+
+
 # ---------------------------------------------------------------------------- tempered posteriors
 
 
@@ -747,6 +776,10 @@ TARGETS: tuple[AuditTarget, ...] = (
                 broken_how="flip probability halved"),
     AuditTarget("exponential mechanism", 1.0, 0.0, 40_000, _exponential, events="exact"),
     AuditTarget("laplace route (bernoulli statistics)", 1.0, 0.0, 40_000, _laplace_route),
+    AuditTarget("laplace route (normal, centred and weighted, add/remove)", 1.0, 0.0, 40_000,
+                _centred_release("normal", {"x": (18.0, 80.0)}, np.array([30.0, 45.0, 61.0]), 80.0)),
+    AuditTarget("laplace route (poisson, centred and weighted, add/remove)", 1.0, 0.0, 40_000,
+                _centred_release("poisson", {"upper": 20}, np.array([0.0, 3.0, 5.0]), 20.0)),
     AuditTarget("OPS draw (discretised beta-Bernoulli)", 1.0, 0.0, 2_000_000, _ops_draw, events="exact",
                 broken_how="temperature halved", uses_noise_source=False),
     AuditTarget("PrivateGibbs update", 1.0, 0.0, 400_000, _gibbs_update, events="bins",

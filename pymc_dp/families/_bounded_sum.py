@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from ._params import clip_interval, relation
-from .base import Family, check_bound_pair, checked_range, declared_bounds, statistic_length
+from .base import Family, check_bound_pair, checked_range, declared_bounds, shifted_scalar_moments, statistic_length
 from .release_design import ReleaseDesign, centred_add_remove_design
 
 __all__ = ["BoundedPositiveSum", "positive_support_bounds", "project_sum"]
@@ -125,10 +125,7 @@ class BoundedPositiveSum(Family):
 
     def shifted_record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None, shift: Any) -> Any:
         """The moments of x − c: the mean moved by the shift, the variance as it is (one coordinate)."""
-        import pytensor.tensor as pt
-
-        mean, var = self.record_moments(params, bounds)
-        return (pt.as_tensor_variable(mean) - shift).reshape((1,)), pt.reshape(pt.as_tensor_variable(var), (1, 1))
+        return shifted_scalar_moments(*self.record_moments(params, bounds), shift)
 
     def sum_and_count(self, values: Any, n: Any) -> tuple[Any, Any]:
         """(Σx, N): N is ``n`` under replace, the released count under add/remove."""

@@ -407,6 +407,17 @@ def statistic_length(values: Any) -> int:
     return len(values)
 
 
+def shifted_scalar_moments(mean: Any, var: Any, shift: Any) -> tuple[Any, Any]:
+    """A one-number record's moments after a shift by ``shift``, as a length-1 mean and a 1×1 covariance.
+
+    The mean moves with the shift and the variance does not: the moments of ``x − c`` that a
+    family releasing one centred sum (:meth:`Family.shifted_record_moments`) returns.
+    """
+    import pytensor.tensor as pt
+
+    return (pt.as_tensor_variable(mean) - shift).reshape((1,)), pt.reshape(pt.as_tensor_variable(var), (1, 1))
+
+
 def check_bound_pair(bounds: Mapping[str, Any], key: str) -> tuple[float, float]:
     """A ``(lower, upper)`` pair of finite real numbers with lower < upper, or a ValueError naming ``key``.
 

@@ -13,8 +13,16 @@ L1 sensitivities, with every clipped record in {0, …, U}:
 
 * ``"replace"`` (N public): S alone is released; one record moves it by at most U
   (0 ↔ U), so ΔS = U.
-* ``"add_remove"`` (N private): ``(S, N)`` is released; adding or removing a record
-  x moves S by x ≤ U and N by 1, so ΔS = U + 1.
+* ``"add_remove"`` (N private): ``(S, N)``; adding or removing a record x moves S by
+  x ≤ U and N by 1, so Δ = U + 1 as they are. They are released centred and weighted
+  instead, ``(Σ(x − U/2), N)`` with ε divided between them
+  (:func:`~pymc_dp.families.release_design.centred_add_remove_design`, as the
+  Exponential's): Δ_w = w₀U/2 + w_N in weighted units. The released N's noise reaches the
+  rate through S/N; uncentred it is multiplied by the rate, centred by its distance to U/2,
+  and the weights give the count most of ε. For counts of mean 3 clipped at U = 50, N =
+  1,000, ε = 1, the plug-in rate's RMSE falls from 0.20 to 0.089 (400 releases). The centred
+  statistics are not whole numbers, so this release adds continuous Laplace noise
+  (the discrete noise's advantage, 8 % of the variance at scale 1, vanishes at these scales).
 """
 
 from __future__ import annotations
@@ -25,9 +33,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..accounting.validation import check_finite_number
-from .base import Family, checked_range, dist_params, rv_op_name, statistic_length
+from .base import Family, checked_range, dist_params, rv_op_name, shifted_scalar_moments, statistic_length
 from ._noise_aware import as_float64
-from ._params import scalar_param
+from ._params import relation, scalar_param
+from .release_design import ReleaseDesign, centred_add_remove_design
 
 __all__ = ["Poisson"]
 
@@ -90,6 +99,16 @@ class Poisson(Family):
         """U under replace (one record 0 ↔ U), U + 1 under add/remove (S by ≤ U and N by 1)."""
         upper = float(bounds["upper"])
         return upper if neighbouring == "replace" else upper + 1.0
+
+    def release_design(self, bounds: Mapping[str, Any], neighbouring: str) -> ReleaseDesign:
+        """Under add/remove, (Σ(x − U/2), N), ε divided (see the module docstring); under replace S itself.
+
+        Under replace S alone is released: centring does not change its sensitivity U, and the
+        whole-number sum keeps the discrete noise.
+        """
+        if relation(neighbouring) != "add_remove":
+            return super().release_design(bounds, neighbouring)
+        return centred_add_remove_design(0.0, float(self.check_bounds(bounds)["upper"]), squares=False)
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """Onto {0 ≤ S ≤ N·U} (and N ≥ 0 under add/remove).
@@ -183,6 +202,10 @@ class Poisson(Family):
         if bounds is not None and bounds.get("upper") is not None:
             return self.clipped_moments(mu, int(math.floor(float(bounds["upper"]))))
         return mu, mu
+
+    def shifted_record_moments(self, params: Mapping[str, Any], bounds: Mapping[str, Any] | None, shift: Any) -> Any:
+        """The moments of min(X, U) − c (the add/remove release's centred record): the mean moved, the variance kept."""
+        return shifted_scalar_moments(*self.record_moments(params, bounds), shift)
 
     truncation_examples = {"mu": "(0.1, 50.0)"}
 
