@@ -113,7 +113,8 @@ def test_bad_arguments_are_refused():
 # ---------------------------------------------------------------------------- every target
 
 
-FAST = ("laplace", "gaussian", "geometric", "randomized response")  # vectorised: a second or two each
+FAST = ("laplace", "gaussian", "geometric", "randomized response",  # vectorised: a second or two each
+        "laplace route (regression, Gaussian noise with δ, add/remove)")
 SLOW = tuple(t.name for t in TARGETS if t.name not in FAST)
 
 

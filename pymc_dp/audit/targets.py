@@ -201,6 +201,47 @@ def _centred_release(family: str, bounds: dict, records: np.ndarray, added: floa
     return build
 
 
+GAUSSIAN_RELEASE_DELTA = 1e-5
+
+
+def _gaussian_regression_release(broken: bool, secure: bool):
+    """A regression's centred products weighted for Gaussian noise, under add/remove, at (ε, δ) = (1, 10⁻⁵).
+
+    Two covariates in [0, 1] and an outcome in [−1, 1] (an intercept column). The neighbour adds one
+    record at the corner (1, 1, 1), where every centred column is largest, so every released coordinate
+    moves by its largest magnitude at once and the L2 sensitivity charged is attained: the true loss
+    is ε. The Gaussian's privacy loss is linear in the projection of the release on the gap between
+    the two means, so that projection is the statistic, floored (as for the second moment) at half a
+    noise s.d. above the smaller mean to move the auditor's bins into the upper tail. The twin's
+    noise source halves σ.
+
+    The exact released vectors are :func:`~pymc_dp.families.privatize.prepare_statistics`' own; the
+    noise is added as :func:`~pymc_dp.families.privatize.release_statistics` adds it (the noise
+    source's ``add_gaussian`` at the design's σ, which tests/test_gaussian_release.py checks is the
+    release's), for every run in one call: one release per call would take minutes.
+    """
+    from ..families.linear_regression import LinearRegression
+    from ..families.privatize import prepare_statistics
+
+    family = LinearRegression(n_features=3)
+    bounds = {"x": ([1.0, 0.0, 0.0], [1.0, 1.0, 1.0]), "y": (-1.0, 1.0)}
+    records = np.array([[1.0, 0.2, 0.7, -0.1], [1.0, 0.5, 0.4, 0.3], [1.0, 0.9, 0.1, 0.0]])
+    prepared = [prepare_statistics(rows, family, bounds=bounds, neighbouring="add_remove", noise="gaussian",
+                                   delta=GAUSSIAN_RELEASE_DELTA)
+                for rows in (records, np.vstack([records, [1.0, 1.0, 1.0, 1.0]]))]
+    m, m2 = (p.exact_released for p in prepared)
+    direction = (m - m2) / np.linalg.norm(m - m2)
+    sigma = prepared[0].design.noise_scale(1.0, GAUSSIAN_RELEASE_DELTA)
+    floor = float(m2 @ direction) + SECOND_MOMENT_FLOOR * sigma  # the smaller mean: the neighbour's
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        source = resolve_noise_source(_source(broken, secure, rng))
+        z = source.add_gaussian(np.tile(prepared[s].exact_released, (size, 1)), sigma)
+        return np.maximum(z @ direction, floor)
+
+    return run, 0, 1
+
+
 # ---------------------------------------------------------------------------- tempered posteriors
 
 
@@ -780,6 +821,8 @@ TARGETS: tuple[AuditTarget, ...] = (
                 _centred_release("normal", {"x": (18.0, 80.0)}, np.array([30.0, 45.0, 61.0]), 80.0)),
     AuditTarget("laplace route (poisson, centred and weighted, add/remove)", 1.0, 0.0, 40_000,
                 _centred_release("poisson", {"upper": 20}, np.array([0.0, 3.0, 5.0]), 20.0)),
+    AuditTarget("laplace route (regression, Gaussian noise with δ, add/remove)", 1.0, GAUSSIAN_RELEASE_DELTA, 200_000,
+                _gaussian_regression_release),
     AuditTarget("OPS draw (discretised beta-Bernoulli)", 1.0, 0.0, 2_000_000, _ops_draw, events="exact",
                 broken_how="temperature halved", uses_noise_source=False),
     AuditTarget("PrivateGibbs update", 1.0, 0.0, 400_000, _gibbs_update, events="bins",

@@ -113,6 +113,8 @@ def latent_count_mixing_size(stats: Any) -> int:
     sum to N: none for one-hot counts (independent), else one per count above two.
     """
     released = int(np.size(stats.noisy))
+    if stats.mechanism == "gaussian":  # Gaussian noise convolves with the central limit in closed form
+        return 0
     if stats.family.count_released_alone(stats.neighbouring):
         return released - 1 if released - 1 > 2 else 0
     return 0 if stats.family.one_hot_counts or released <= 2 else released
@@ -157,6 +159,10 @@ def latent_count_noise_aware_logp(stats: Any, params: Mapping[str, Any], count: 
     m = per_unit * weights * mean
     c = per_unit * numbers[0] * (pt.outer(weights, weights) * second)
     scaled = released_values(released / scale)
+    if stats.mechanism == "gaussian":  # unit Gaussian noise on every coordinate: Normal(m, c + I), the count's row included
+        from .release_design import gaussian_noise_logp
+
+        return gaussian_noise_logp(scaled, m, c) - numbers[1]
     if alone:  # the sums given N, times the count's own noise (unit Laplace at this scale)
         sums = d - 1
         given_n = (normal_laplace_logpdf(scaled[0], m[0], pt.sqrt(c[0, 0]), 1.0) if sums == 1 else

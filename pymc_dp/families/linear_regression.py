@@ -262,12 +262,28 @@ class LinearRegression(Family):
         :meth:`_add_remove_design`. Without a constant column (no intercept, or one outside the
         features) the statistics are released as they are.
         """
+        return self._centred_design(bounds, neighbouring, "laplace") or super().release_design(bounds, neighbouring)
+
+    def gaussian_release_design(self, bounds: Mapping[str, Any], neighbouring: str) -> ReleaseDesign | None:
+        """The same centred products weighted for Gaussian noise, with an intercept column; else None.
+
+        Each released coordinate moves by at most its (weighted) range ``w_j R_j`` (under add/remove
+        ``w_j M_j``, and N by ``w_N``), so the weighted vector's L2 sensitivity is at most
+        ``Δ₂ = √(Σ_j (w_j R_j)²)``; the weights ``w_j ∝ (R_j² v_j)^(−1/4)`` minimise
+        ``Δ₂² Σ_j 1/(w_j² v_j)`` (equality in Cauchy–Schwarz). With k covariates there are about
+        k²/2 products, and L1/L2 grows like their square root: Gaussian noise adds less than
+        Laplace from two covariates on (:func:`~pymc_dp.families.release_design.preferred_noise`).
+        """
+        return self._centred_design(bounds, neighbouring, "gaussian")
+
+    def _centred_design(self, bounds: Mapping[str, Any], neighbouring: str, noise: str) -> ReleaseDesign | None:
+        """The centred design for ``noise`` under either relation, or None without a constant column."""
         lo, hi = self.box(bounds)
         constant = np.flatnonzero((lo[:-1] == hi[:-1]) & (lo[:-1] != 0.0))
         if constant.size == 0:
-            return super().release_design(bounds, neighbouring)
+            return None
         if relation(neighbouring) != "replace":
-            return self._add_remove_design(bounds, lo, hi, int(constant[0]))
+            return self._add_remove_design(bounds, lo, hi, int(constant[0]), noise)
         self.sensitivity(bounds, neighbouring)  # the same refusal of bounds too wide for float64
         one = int(constant[0])
         k = float(lo[one])
@@ -297,27 +313,24 @@ class LinearRegression(Family):
         with np.errstate(over="ignore", invalid="ignore"):
             variances = np.array([(4.0 / 45.0) * ((high[a] - low[a]) / 2) ** 4 if a == b and not fixed[a]
                                   else spread[a] * spread[b] for a, b in self._pairs])
+        weights, delta, how = _divide_epsilon(ranges, variances, noise, rounding=1.0)
         moving = ranges > 0
-        weights = np.ones(size)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # in logs: R·v overflows for wide boxes
-            log_weights = -(np.log(ranges[moving]) + np.log(variances[moving])) / 3.0
-        weights[moving] = np.exp(log_weights - log_weights.max())
-        weights[~moving] = 1e8  # public coordinates (N·k²): no sensitivity, so their noise can be made negligible
-        delta = float(np.sum(weights[moving] * ranges[moving]))
         names = self.statistic_names(neighbouring)
         midpoints = ", ".join("constant, not centred" if fixed[a] else repr(float(centre[a])) for a in range(centre.size))
         description = (
-            f"columns (x_1, …, x_{self.n_features}, y) centred on their bounds' midpoints [{midpoints}]; weights ∝ "
-            f"(range × variance)^(−1/3), weighted sensitivity {delta:.6g}"
-            + "; shares of ε " + ", ".join(f"{names[j]} {weights[j] * ranges[j] / delta:.3f}" for j in np.flatnonzero(moving))
+            f"columns (x_1, …, x_{self.n_features}, y) centred on their bounds' midpoints [{midpoints}]; {how} {delta:.6g}"
+            + ("; shares of ε " + ", ".join(f"{names[j]} {weights[j] * ranges[j] / delta:.3f}" for j in np.flatnonzero(moving))
+               if noise == "laplace" else "")
             + "; " + ", ".join(names[j] for j in np.flatnonzero(~moving))
             + " (N times a constant: public, no sensitivity) weighted 1e8, so their noise is negligible"
         )
-        return ReleaseDesign(transform, offset, weights, delta, description, shift=centre).checked(
+        return ReleaseDesign(transform, offset, weights, delta, description, shift=centre, noise=noise,
+                             reference_variances=variances).checked(
             f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}"
         )
 
-    def _add_remove_design(self, bounds: Mapping[str, Any], lo: np.ndarray, hi: np.ndarray, one: int) -> ReleaseDesign:
+    def _add_remove_design(self, bounds: Mapping[str, Any], lo: np.ndarray, hi: np.ndarray, one: int,
+                           noise: str = "laplace") -> ReleaseDesign:
         """Add/remove with a constant column k: the products of the centred columns and N, ε divided.
 
         The released coordinates are ``Σ (z_a − c_a)(z_b − c_b)`` for every product but the
@@ -362,22 +375,21 @@ class LinearRegression(Family):
             variances = np.array([(4.0 / 45.0) * ((high[a] - low[a]) / 2) ** 4 if a == b and not fixed[a]
                                   else spread[a] * spread[b] for a, b in self._pairs] + [1.0 / 4.25])
         moving = largest > 0
-        weights = np.ones(size)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            log_weights = -(np.log(largest[moving]) + np.log(variances[moving])) / 3.0
-        weights[moving] = np.exp(log_weights - log_weights.max())
-        weights[~moving] = 1e8
-        delta = float(np.sum(weights[moving] * largest[moving])) * (1.0 + 1e-12)
+        # one record's whole row moves every coordinate at once, by at most its largest magnitude (rounded up by a
+        # relative 1e-12: the centred products are computed in floating point)
+        weights, delta, how = _divide_epsilon(largest, variances, noise, rounding=1.0 + 1e-12)
         names = self.statistic_names("add_remove")
         midpoints = ", ".join("constant, not centred" if fixed[a] else repr(float(centre[a])) for a in range(centre.size))
         description = (
             f"columns (x_1, …, x_{self.n_features}, y) centred on their bounds' midpoints [{midpoints}], N released "
             f"with their products; {names[own]} released as {names[own]} − {k * k:g}·N (always 0, weighted 1e8); "
-            f"weights ∝ (largest magnitude × variance)^(−1/3), weighted sensitivity {delta:.6g}; shares of ε "
-            + ", ".join(f"{names[j]} {weights[j] * largest[j] / delta:.3f}" for j in np.flatnonzero(moving))
+            f"{how.replace('range', 'largest magnitude')} {delta:.6g}"
+            + ("; shares of ε " + ", ".join(f"{names[j]} {weights[j] * largest[j] / delta:.3f}" for j in np.flatnonzero(moving))
+               if noise == "laplace" else "")
         )
         return ReleaseDesign(mix @ shift_map, np.zeros(size), weights, delta, description, shift=centre,
-                             mix=mix).checked(f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}")
+                             mix=mix, noise=noise, reference_variances=variances).checked(
+            f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}")
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
         """XᵀX onto the PSD cone, Xᵀy into its range, yᵀy ≥ Xᵀyᵀ(XᵀX)⁺Xᵀy ≥ 0; N̂ ≥ 1.
@@ -603,3 +615,26 @@ class LinearRegression(Family):
             "alpha": alpha0 + float(n) / 2.0,
             "beta": beta0 + 0.5 * (yty + float(mu0 @ prec0 @ mu0) - float(mean @ prec @ mean)),
         }
+
+
+def _divide_epsilon(ranges: np.ndarray, variances: np.ndarray, noise: str, rounding: float) -> tuple[np.ndarray, float, str]:
+    """Weights for the centred products and the weighted vector's sensitivity, for Laplace or Gaussian noise.
+
+    ``ranges`` are how far one record moves each coordinate (0: a public coordinate, weighted 10⁸
+    so that its noise is negligible), ``variances`` the reference variances v_j. Laplace: weights
+    ``∝ (R_j v_j)^(−1/3)`` and the L1 sensitivity ``Σ w_j R_j``; Gaussian: ``∝ (R_j² v_j)^(−1/4)``
+    and the L2 bound ``√(Σ (w_j R_j)²)`` (each minimises its sensitivity² × Σ 1/(w_j² v_j)).
+    Returns the weights, the sensitivity times ``rounding``, and the words for the ledger.
+    """
+    moving = ranges > 0
+    weights = np.ones(ranges.size)
+    power, exponent = (1.0, 3.0) if noise == "laplace" else (2.0, 4.0)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # in logs: R·v overflows for wide boxes
+        log_weights = -(power * np.log(ranges[moving]) + np.log(variances[moving])) / exponent
+    weights[moving] = np.exp(log_weights - log_weights.max())
+    weights[~moving] = 1e8
+    moved = weights[moving] * ranges[moving]
+    if noise == "laplace":
+        return weights, float(np.sum(moved)) * rounding, "weights ∝ (range × variance)^(−1/3), weighted sensitivity"
+    return (weights, float(np.sqrt(np.sum(moved * moved))) * rounding,
+            "for Gaussian noise: weights ∝ (range² × variance)^(−1/4), weighted L2 sensitivity")

@@ -10,11 +10,11 @@ import numpy as np
 from ..accounting.curator import curator_report
 from ..accounting import PrivacyLedger
 from ..accounting.validation import check_epsilon, check_neighbouring, check_noise_scale
-from ..mechanisms import geometric_mechanism, laplace_mechanism
+from ..mechanisms import gaussian_mechanism, geometric_mechanism, laplace_mechanism
 from ._arrays import as_array, compute, n_records
 from .base import Family
 from .registry import get_family
-from .release_design import ReleaseDesign, identity_design
+from .release_design import ReleaseDesign, identity_design, preferred_noise
 from .statistics import PrivateStatistics
 
 __all__ = ["privatize", "prepare_statistics", "release_statistics", "PreparedStatistics", "ClippedRecordsWarning"]
@@ -49,6 +49,7 @@ def privatize(
     neighbouring: str = "replace",
     rng: Any = None,
     name: str = "data",
+    delta: float = 0.0,
     **family_args: Any,
 ) -> PrivateStatistics:
     """Release the sufficient statistics of ``data`` under ``family`` with the Laplace mechanism.
@@ -95,6 +96,14 @@ def privatize(
         reproducible seeded noise (recorded as such in the ledger).
     name
         What the data are called; the ledger entry records ``"<name>:<statistics>"``.
+    delta
+        The δ this release may spend (default 0: pure ε-DP). With δ > 0, a release of
+        many numbers whose Gaussian noise at (ε, δ) is smaller than its Laplace noise at ε
+        — a regression with two or more covariates — gets the analytic Gaussian mechanism
+        instead, on products weighted for it (``result.mechanism == "gaussian"``; the
+        ledger entry charges (ε, δ)). Decided from public numbers only
+        (:func:`~pymc_dp.families.release_design.preferred_noise`); every other release
+        stays pure ε-DP and spends no δ.
     **family_args
         Arguments of the family, e.g. ``n_trials=10`` (binomial), ``k=4``
         (categorical), ``sigma=2.0`` (normal with known σ), ``shape=3.0`` (gamma).
@@ -118,8 +127,24 @@ def privatize(
         raise TypeError("privatize takes the noise source as rng= (pmdp.sample calls it noise_rng=); nothing was spent.")
     eps = check_epsilon(epsilon)
     ledger = _resolve_ledger(ledger, neighbouring)
-    prepared = prepare_statistics(data, family, bounds=bounds, neighbouring=ledger.neighbouring, name=name, **family_args)
+    noise = noise_for(family, bounds, ledger.neighbouring, eps, delta, **family_args)
+    prepared = prepare_statistics(data, family, bounds=bounds, neighbouring=ledger.neighbouring, name=name,
+                                  noise=noise, delta=delta, **family_args)
     return release_statistics(prepared, eps, ledger=ledger, rng=rng)
+
+
+def noise_for(family: str | Family, bounds: Mapping[str, Any] | None, neighbouring: str, epsilon: float, delta: float,
+              **family_args: Any) -> str:
+    """``"gaussian"`` or ``"laplace"``: the noise of a release at (ε, δ), from public numbers only.
+
+    Raises a ValueError for a δ that is not a number in [0, 1) (naming ``delta``).
+    """
+    from ..accounting.validation import check_delta
+
+    if check_delta(delta) == 0.0:
+        return "laplace"
+    fam = get_family(family, **family_args)
+    return preferred_noise(fam, fam.check_bounds(bounds), check_neighbouring(neighbouring), epsilon, float(delta))
 
 
 def _resolve_ledger(ledger: PrivacyLedger | None, neighbouring: str) -> PrivacyLedger:
@@ -151,22 +176,29 @@ class PreparedStatistics:
     design: ReleaseDesign | None = None
     #: The exact released coordinates ``w ⊙ (A S + N a)`` (``exact`` itself for the identity design).
     exact_released: np.ndarray | None = field(default=None, repr=False)
+    #: The δ of a Gaussian release (its design's ``noise == "gaussian"``); 0 for the Laplace ones.
+    delta: float = 0.0
 
     def mechanism(self, epsilon: float) -> str:
-        """``"geometric"`` (discrete Laplace) for whole-number statistics released as they are, else ``"laplace"``.
+        """``"gaussian"`` for a design weighted for Gaussian noise; else ``"geometric"`` (discrete Laplace) for
+        whole-number statistics released as they are, else ``"laplace"``.
 
         Decided from public facts alone: the family, the bounds, the design, Δ and ε. A noise
         scale Δ/ε above 2⁵⁶ keeps the continuous Laplace, so that an integer release can never
         overflow int64 (its sums are clamped to ±2⁶², beyond which no count of records reaches).
         """
         design = self.design
+        if design is not None and design.noise == "gaussian":
+            return "gaussian"
         whole = float(self.sensitivity).is_integer() and (design is None or design.is_identity)
         small = self.sensitivity / float(epsilon) <= 2.0**56
         integer = self.family.integer_statistics(self.bounds, self.neighbouring)
         return "geometric" if whole and small and integer else "laplace"
 
     def release_event(self, epsilon: float) -> dict[str, Any]:
-        """The ledger event of releasing these statistics at ``epsilon``."""
+        """The ledger event of releasing these statistics at ``epsilon`` (and :attr:`delta`, for a Gaussian release)."""
+        if self.mechanism(epsilon) == "gaussian":
+            return {"type": "gaussian", "noise_multiplier": self.design.noise_scale(epsilon, self.delta) / self.sensitivity}
         if self.mechanism(epsilon) == "geometric":
             return {"type": "discrete_laplace", "noise_parameter": epsilon / self.sensitivity,
                     "sensitivity": int(self.sensitivity)}
@@ -180,6 +212,8 @@ def prepare_statistics(
     bounds: Mapping[str, Any] | None = None,
     neighbouring: str = "replace",
     name: str = "data",
+    noise: str = "laplace",
+    delta: float = 0.0,
     **family_args: Any,
 ) -> PreparedStatistics:
     """Check ``data`` and compute its exact sufficient statistics; spend nothing.
@@ -187,14 +221,23 @@ def prepare_statistics(
     This is the first half of :func:`privatize`, split out so that several data
     sets can all be checked before any of them is released (a failure then spends
     nothing). Raises the same ``ValueError``s as :func:`privatize`; clipped and replaced
-    records are reported to the curator only.
+    records are reported to the curator only. ``noise="gaussian"`` (with the release's
+    ``delta`` > 0) prepares the family's Gaussian design (:func:`noise_for` decides).
     """
     neighbouring = check_neighbouring(neighbouring)
     fam = get_family(family, **family_args)
     checked_bounds = fam.check_bounds(bounds)
     # a tuple is a family's own multi-part record format, e.g. (X, y) for linear regression
     # the design is computed (and refused, if the bounds cannot carry it) from the bounds alone, before any record
-    design = fam.release_design(checked_bounds, neighbouring)
+    if noise == "gaussian":
+        design = fam.gaussian_release_design(checked_bounds, neighbouring)
+        if design is None or not 0.0 < float(delta) < 1.0:
+            raise ValueError(f"noise='gaussian' needs a family with a Gaussian design and 0 < delta < 1; the "
+                             f"{fam.name} family with delta={delta!r} has none. Nothing was spent.")
+    elif noise == "laplace":
+        design, delta = fam.release_design(checked_bounds, neighbouring), 0.0
+    else:
+        raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}. Nothing was spent.")
     x = fam.records(data if isinstance(data, tuple) and fam.tuple_records else as_array(data, "data"))
     n = n_records(x)
     if n == 0 and neighbouring == "replace":
@@ -239,6 +282,7 @@ def prepare_statistics(
         name=name,
         design=design,
         exact_released=exact_released,
+        delta=float(delta),
     )
 
 
@@ -266,12 +310,17 @@ def release_statistics(
     design = prepared.design or identity_design(prepared.sensitivity, len(names))
     exact = prepared.exact if prepared.exact_released is None else prepared.exact_released
     mechanism = prepared.mechanism(eps)
-    release = geometric_mechanism if mechanism == "geometric" else laplace_mechanism
-    if mechanism == "geometric":  # the geometric mechanism takes |value| ≤ 2⁶²: clamped (1-Lipschitz, Δ kept), never refused
-        exact = np.clip(exact, -(2.0**62), 2.0**62)
-    released, entry = release(exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
-                              touched=touched, assumptions=assumptions, return_entry=True,
-                              details=design.ledger_details(names, eps))
+    details = design.ledger_details(names, eps, prepared.delta)
+    if mechanism == "gaussian":
+        released, entry = gaussian_mechanism(exact, epsilon=eps, delta=prepared.delta, sensitivity=prepared.sensitivity,
+                                             ledger=ledger, rng=rng, touched=touched, assumptions=assumptions,
+                                             return_entry=True, details=details)
+    else:
+        release = geometric_mechanism if mechanism == "geometric" else laplace_mechanism
+        if mechanism == "geometric":  # the geometric mechanism takes |value| ≤ 2⁶²: clamped (1-Lipschitz, Δ kept)
+            exact = np.clip(exact, -(2.0**62), 2.0**62)
+        released, entry = release(exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
+                                  touched=touched, assumptions=assumptions, return_entry=True, details=details)
     released = np.atleast_1d(np.asarray(released, dtype=float))
     public_n = prepared.n if prepared.neighbouring == "replace" else None
     # post-processing: back to the family's own statistics. A design with an offset needs N, public under replace;

@@ -46,7 +46,7 @@ from scipy.optimize import minimize_scalar
 
 __all__ = [
     "ReleaseDesign", "identity_design", "optimal_weights", "centred_add_remove_design", "centred_noise_aware_logp",
-    "designed_noise_aware_logp", "design_input",
+    "designed_noise_aware_logp", "design_input", "preferred_noise", "GAUSSIAN_GAIN_REQUIRED",
 ]
 
 
@@ -81,6 +81,12 @@ class ReleaseDesign:
     #: With ``shift``: a matrix M applied to the sums of the shifted records before the weights, when the
     #: released coordinates are combinations of them (``A S + N a = M Σ s(x − shift)``); None for the identity.
     mix: Any = None
+    #: The noise the weights were chosen for: ``"laplace"`` (``sensitivity`` is the L1 Δ_w) or ``"gaussian"``
+    #: (``sensitivity`` is the L2 sensitivity of the weighted vector; released at (ε, δ), δ > 0).
+    noise: str = "laplace"
+    #: The reference variances v_j of the weights' objective (module docstring), where the family gives them:
+    #: what :func:`preferred_noise` compares the two noises by. None: not comparable (Laplace is used).
+    reference_variances: Any = None
 
     def released_from_centred(self, centred_sums: np.ndarray) -> np.ndarray:
         """The exact released vector ``w ⊙ (M Σ s(x − shift))`` from the sums of the shifted records."""
@@ -126,15 +132,38 @@ class ReleaseDesign:
         z = np.asarray(released, dtype=float).ravel()
         return np.linalg.solve(self.transform, z / self.weights - n * self.offset)
 
-    def coordinate_scales(self, epsilon: float) -> np.ndarray:
-        """The Laplace scale on each centred coordinate of S̃: ``Δ_w / (w_j ε)``."""
-        return self.sensitivity / (self.weights * float(epsilon))
+    def noise_scale(self, epsilon: float, delta: float = 0.0) -> float:
+        """The noise scale on the released (weighted) coordinates: Laplace ``Δ_w/ε``, or the analytic Gaussian's σ."""
+        if self.noise == "gaussian":
+            from ..mechanisms.gaussian import analytic_gaussian_sigma
 
-    def ledger_details(self, names: tuple[str, ...], epsilon: float) -> dict[str, Any]:
+            return float(analytic_gaussian_sigma(float(epsilon), float(delta), self.sensitivity))
+        return self.sensitivity / float(epsilon)
+
+    def coordinate_scales(self, epsilon: float, delta: float = 0.0) -> np.ndarray:
+        """The noise scale on each centred coordinate of S̃: ``Δ_w / (w_j ε)`` (Laplace), ``σ / w_j`` (Gaussian)."""
+        return self.noise_scale(epsilon, delta) / self.weights
+
+    def noise_cost(self, epsilon: float, delta: float = 0.0) -> float:
+        """The weights' objective at (ε, δ): ``Σ_j Var(noise_j) / v_j`` over the coordinates with a sensitivity.
+
+        The summed noise-to-sampling variance ratio (up to the common factor 1/N) of the module
+        docstring; comparable between a Laplace and a Gaussian design of the same statistics.
+        Needs :attr:`reference_variances`.
+        """
+        if self.reference_variances is None:
+            raise ValueError("this design has no reference variances to compare noises by.")
+        per_unit = 2.0 if self.noise == "laplace" else 1.0  # Var Laplace(b) = 2b², Var N(0, σ²) = σ²
+        variances = per_unit * self.coordinate_scales(epsilon, delta) ** 2
+        v = np.asarray(self.reference_variances, dtype=float)
+        moving = self.weights < 1e7  # public coordinates carry a weight of 1e8 and no sensitivity
+        return float(np.sum(variances[moving] / v[moving]))
+
+    def ledger_details(self, names: tuple[str, ...], epsilon: float, delta: float = 0.0) -> dict[str, Any]:
         """The design as the ledger records it: centring, weights, each coordinate's noise scale and share of ε."""
         if self.is_identity:
             return {}
-        scales = self.coordinate_scales(epsilon)
+        scales = self.coordinate_scales(epsilon, delta)
         return {
             "design": self.description,
             "coordinates": list(names),
@@ -240,6 +269,32 @@ def centred_add_remove_design(lo: float, hi: float, squares: bool) -> ReleaseDes
     return ReleaseDesign(transform, np.zeros(transform.shape[0]), weights, delta, description, shift=centre)
 
 
+#: How much smaller the Gaussian design's noise cost must be for it to be chosen: a gain below 2 % is not
+#: worth giving up pure ε-DP for.
+GAUSSIAN_GAIN_REQUIRED = 0.98
+
+
+def preferred_noise(family: Any, bounds: Any, neighbouring: str, epsilon: float, delta: float) -> str:
+    """``"gaussian"`` where δ > 0 is allowed and the family's Gaussian design adds less noise, else ``"laplace"``.
+
+    Decided from public numbers only (the bounds, ε, δ): the two designs' :meth:`ReleaseDesign.noise_cost`,
+    the summed noise-to-sampling variance ratio their weights minimise. The Gaussian must be at least 2 %
+    better (:data:`GAUSSIAN_GAIN_REQUIRED`). A family offers a Gaussian design only where it can win
+    (:meth:`~pymc_dp.families.Family.gaussian_release_design`): a release whose L1/L2 sensitivity
+    ratio is at most √2 never gains from it (the laplace-route page).
+    """
+    if not delta:
+        return "laplace"
+    gaussian = family.gaussian_release_design(bounds, neighbouring)
+    if gaussian is None:
+        return "laplace"
+    laplace = family.release_design(bounds, neighbouring)
+    if laplace.reference_variances is None:
+        return "laplace"
+    gain = gaussian.noise_cost(epsilon, delta) / laplace.noise_cost(epsilon)
+    return "gaussian" if gain < GAUSSIAN_GAIN_REQUIRED else "laplace"
+
+
 def design_input(value: Any, suffix: str) -> Any:
     """A public number of a release design as a named shared float64 input (``release_design_<y>_<suffix>``).
 
@@ -312,5 +367,20 @@ def designed_noise_aware_logp(family: Any, design: ReleaseDesign, n: float, scal
         centred_cov = pt.dot(pt.dot(transform, cov), transform.T)
     m = numbers[0] * weights * centred_mean
     c = numbers[0] * numbers[1] * (pt.outer(weights, weights) * centred_cov)
+    if design.noise == "gaussian":
+        return gaussian_noise_logp(scaled_release, m, c) - numbers[2]
     logp = clt_noise_aware_logp(family.name, scaled_release, 1.0, 1.0, neighbouring, m, c, noise_mixing)
     return logp - numbers[2]
+
+
+def gaussian_noise_logp(scaled_release: Any, mean: Any, cov: Any) -> Any:
+    """log p(z/σ) of a released vector with unit Gaussian noise, its sum Normal(mean, cov): Normal(mean, cov + I).
+
+    The Gaussian noise convolves with the central-limit Normal in closed form, so a Gaussian
+    release needs no noise-mixing variables, whatever its dimension.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    size = cov.type.shape[0] if cov.type.shape[0] is not None else scaled_release.type.shape[0]
+    return pm.logp(pm.MvNormal.dist(mu=mean, cov=cov + pt.eye(size, dtype="float64")), scaled_release)

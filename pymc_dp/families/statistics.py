@@ -14,6 +14,10 @@ from .release_design import ReleaseDesign
 __all__ = ["PrivateStatistics"]
 
 
+#: How :meth:`PrivateStatistics.summary` names each mechanism's noise.
+_NOISE_WORDS = {"laplace": "Laplace", "geometric": "discrete Laplace", "gaussian": "Gaussian (analytic, with δ)"}
+
+
 @dataclass(frozen=True)
 class PrivateStatistics:
     """Noisy, projected sufficient statistics of one data set, with what produced them.
@@ -50,7 +54,10 @@ class PrivateStatistics:
         The ledger that was charged.
     mechanism
         ``"laplace"``, or ``"geometric"`` for whole-number statistics (counts, histograms,
-        Poisson sums) released as they are: discrete Laplace noise of scale Δ/ε.
+        Poisson sums) released as they are: discrete Laplace noise of scale Δ/ε; or
+        ``"gaussian"`` for a release at (ε, δ) weighted for Gaussian noise (a regression with
+        several covariates, ``delta=`` given): ``scale`` is then the noise's σ and
+        ``sensitivity`` the L2 one.
     design
         How the statistics were released (:class:`~pymc_dp.families.release_design.ReleaseDesign`):
         for a Normal with σ unknown, centred on the bounds' midpoint with ε divided between
@@ -104,9 +111,9 @@ class PrivateStatistics:
         n = f"N = {int(self.n)}" if self.n_is_public else f"N ≈ {self.n:.1f} (private, estimated)"
         return (
             f"{self.family!r} statistics ({n}): {vals}\n"
-            f"  released with {'discrete Laplace' if self.mechanism == 'geometric' else 'Laplace'} noise of scale "
+            f"  released with {_NOISE_WORDS.get(self.mechanism, 'Laplace')} noise of scale "
             f"{self.scale:.4g} (Δ = {self.sensitivity:g}, ε = {self.epsilon:g}, "
             f"{self.neighbouring} neighbouring, {self.noise_source} noise); ledger entry {self.entry_id}"
             + (f"\n  {self.design.description}; noise scales on the centred coordinates "  # type: ignore[union-attr]
-               + ", ".join(f"{b:.4g}" for b in self.design.coordinate_scales(self.epsilon)) if self.centred else "")  # type: ignore[union-attr]
+               + ", ".join(f"{b:.4g}" for b in self.scale / self.design.weights) if self.centred else "")  # type: ignore[union-attr]
         )

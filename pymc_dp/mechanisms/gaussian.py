@@ -15,7 +15,7 @@ Theory (theory notes, section 2): with L2 sensitivity
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 from scipy import special
@@ -170,6 +170,8 @@ def gaussian_mechanism(
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     touched: str = "",
     return_entry: bool = False,
+    assumptions: Sequence[str] = (),
+    details: Mapping[str, Any] | None = None,
 ) -> Any:
     """Release ``value`` with Gaussian noise calibrated to (ε, δ) by the analytic Gaussian.
 
@@ -198,6 +200,11 @@ def gaussian_mechanism(
         Also return the :class:`~pymc_dp.accounting.LedgerEntry` this release
         recorded, as ``(value, entry)`` (the entry is the ledger's record of this
         spend, whatever else spends from the ledger concurrently).
+    assumptions
+        Assumptions recorded with the entry (e.g. ``("N is public",)``).
+    details
+        Further public details for the entry (e.g. how the statistics were weighted).
+
     Returns
     -------
     float or numpy.ndarray
@@ -231,10 +238,14 @@ def gaussian_mechanism(
     ledger = _require_ledger(ledger)
     source = resolve_noise_source(rng)
 
+    if isinstance(assumptions, str):
+        raise ValueError("assumptions must be a sequence of strings, e.g. ('N is public',), not a string.")
+
     sigma = analytic_gaussian_sigma(eps, d, sens)
     return release_with_additive_noise(
         arr, value, mechanism="gaussian", epsilon=eps, delta=d, sensitivity=sens, scale=sigma,
         event=GaussianEvent(noise_multiplier=sigma / sens) if sens > 0 else None,
-        details={"norm": "l2", "calibration": "analytic Gaussian (Balle & Wang 2018)"},
-        ledger=ledger, source=source, touched=touched, add=source.add_gaussian, dtype=float, return_entry=return_entry,
+        details={**(details or {}), "norm": "l2", "calibration": "analytic Gaussian (Balle & Wang 2018)"},
+        ledger=ledger, source=source, touched=touched, assumptions=tuple(str(a) for a in assumptions),
+        add=source.add_gaussian, dtype=float, return_entry=return_entry,
     )

@@ -105,7 +105,8 @@ def _statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], nois
             log_ratio, count = _latent(make_count, lambda u: latent_record_count(stats, u))
             # + u: the flat prior on N, written in u = log(N / its estimate) (the Jacobian dN/du = N, up to a constant)
             return latent_count_noise_aware_logp(stats, params, count, mixing) + log_ratio
-        size = family.noise_mixing_size(released, stats.n)
+        # Gaussian noise convolves with the central-limit Normal in closed form: no mixing variables
+        size = 0 if stats.mechanism == "gaussian" else family.noise_mixing_size(released, stats.n)
         mixing = _latent(make_mixing, size) if size else None
         if stats.centred:
             from ..families.release_design import centred_noise_aware_logp

@@ -20,6 +20,7 @@ import numpy as np
 from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph, warn_at_caller
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..accounting.validation import (
+    check_delta,
     check_epsilon,
     check_finite_number,
     check_mapping,
@@ -28,7 +29,7 @@ from ..accounting.validation import (
 )
 from ..families import PrivateStatistics, family_of_dist
 from ..families._latent_count import log_ratio_name, record_count_name
-from ..families.privatize import prepare_statistics, release_statistics
+from ..families.privatize import noise_for, prepare_statistics, release_statistics
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths, n_is_private, number_of_records_private
 from .covariate_model import COVARIATE_ASSUMPTION, NEW_COORDS_TAG, covariate_parameters, new_free_variable
@@ -112,8 +113,13 @@ def _observed_records(model: Any, rv: Any) -> np.ndarray:
         raise ValueError(f"cannot read the observed data of {rv.name!r}: {err}") from None
 
 
-def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: frozenset[str]) -> dict[str, Any]:
-    """Recognise every private observed variable and prepare its exact statistics (no spending)."""
+def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: frozenset[str],
+          budgets: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    """Recognise every private observed variable and prepare its exact statistics (no spending).
+
+    ``budgets`` gives each variable's (ε, δ) share: with δ > 0 a release that gains from Gaussian
+    noise is prepared for it (:func:`~pymc_dp.families.privatize.noise_for`).
+    """
     plans = {}
     unsupported = []
     for rv in model.observed_RVs:
@@ -123,7 +129,8 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
         n_records = int(np.shape(records)[0]) if np.ndim(records) else 1
         predictor = linear_regression_of(rv, n_records, model.free_RVs, dim_lengths(model))
         if predictor is not None:
-            plans[rv.name] = _prepare_regression(rv.name, predictor, records, bounds.get(rv.name), neighbouring)
+            plans[rv.name] = _prepare_regression(rv.name, predictor, records, bounds.get(rv.name), neighbouring,
+                                                 budgets[rv.name])
             continue
         try:
             family, params = family_of_dist(rv)
@@ -143,8 +150,10 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
             )
         var_bounds = bounds.get(rv.name)
         try:
+            noise = noise_for(family, var_bounds, neighbouring, *budgets[rv.name])
             prepared = prepare_statistics(
-                records, family, bounds=var_bounds, neighbouring=neighbouring, name=rv.name
+                records, family, bounds=var_bounds, neighbouring=neighbouring, name=rv.name, noise=noise,
+                delta=budgets[rv.name][1],
             )
         except ValueError as err:
             msg = str(err).replace("declare bounds=", f"declare bounds={{{rv.name!r}: ...}} with ")
@@ -164,7 +173,8 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
     return plans
 
 
-def _prepare_regression(name: str, predictor: Any, y: np.ndarray, var_bounds: Any, neighbouring: str) -> Any:
+def _prepare_regression(name: str, predictor: Any, y: np.ndarray, var_bounds: Any, neighbouring: str,
+                        budget: tuple[float, float]) -> Any:
     """The linear_regression statistics of a recognised regression: records [X (, 1), y], bounds with (1, 1)
     for the intercept column."""
     from ..families.linear_regression import LinearRegression
@@ -198,7 +208,9 @@ def _prepare_regression(name: str, predictor: Any, y: np.ndarray, var_bounds: An
     family = LinearRegression(n_features=predictor.design.shape[1])
     records = np.column_stack([predictor.design, np.asarray(y, dtype=float).reshape(-1)])
     try:
-        return prepare_statistics(records, family, bounds=given, neighbouring=neighbouring, name=name)
+        noise = noise_for(family, given, neighbouring, *budget)
+        return prepare_statistics(records, family, bounds=given, neighbouring=neighbouring, name=name, noise=noise,
+                                  delta=budget[1])
     except ValueError as err:
         raise type(err)(f"observed variable {name!r} (a linear regression): {err}") from None
 
@@ -440,6 +452,7 @@ def privatize_model(
     rng: Any = None,
     noise_aware: bool | str = "auto",
     public: Sequence[str] = (),
+    delta: float = 0.0,
 ) -> PrivatisedModel:
     """Privatise every observed variable of ``model`` and return a record-free copy.
 
@@ -481,6 +494,11 @@ def privatize_model(
         whose values are public (a prior's hyperparameters; data of public records
         need not be named). Declaring them public is the analyst's claim; every
         ledger entry of this call records it as an assumption.
+    delta
+        The δ the call may spend, split across the observed variables as ε is (default 0:
+        pure ε-DP). A release that adds less noise with Gaussian noise at its (ε, δ) share
+        — a regression with two or more covariates — gets the analytic Gaussian mechanism
+        (:func:`pymc_dp.privatize`); every other release stays pure ε-DP.
 
     Returns
     -------
@@ -492,7 +510,7 @@ def privatize_model(
     with number_of_records_private(ledger.neighbouring == "add_remove"):  # no check may compare a size with N
         plan = plan_privatization(
             pm.modelcontext(model), epsilon, bounds=bounds, neighbouring=ledger.neighbouring,
-            epsilon_split=epsilon_split, noise_aware=noise_aware, public=public,
+            epsilon_split=epsilon_split, noise_aware=noise_aware, public=public, delta=delta,
         )
         with ledger.spend_planned(plan.entries(), what="privatising the model's observed variables") as scratch:
             private = plan.release(scratch, rng)
@@ -518,7 +536,8 @@ class PrivatizationPlan:
     def entries(self) -> list[LedgerEntry]:
         """The releases :meth:`release` makes (Laplace, or discrete Laplace for counts), one per private observed variable."""
         return [
-            LedgerEntry(p.mechanism(self.shares[n]), self.shares[n], event=p.release_event(self.shares[n]), neighbouring=self.neighbouring)
+            LedgerEntry(p.mechanism(self.shares[n]), self.shares[n], delta=p.delta, event=p.release_event(self.shares[n]),
+                        neighbouring=self.neighbouring)
             for n, p in self.prepared.items()
         ]
 
@@ -593,6 +612,7 @@ def plan_privatization(
     epsilon_split: Mapping[str, float] | None = None,
     noise_aware: bool | str = "auto",
     public: Sequence[str] = (),
+    delta: float = 0.0,
 ) -> PrivatizationPlan:
     """Validate a privatisation of ``model`` completely and price it, spending nothing.
 
@@ -617,11 +637,13 @@ def plan_privatization(
             + (" (every observed variable was declared public; sample it with pm.sample)." if public_names else ".")
         )
     bounds = check_model_bounds(bounds)  # {observed variable: {parameter: (lower, upper)}}, or a ValueError
-    prepared = _plan(model, dict(bounds or {}), neighbouring, public_names)
+    total_delta = check_delta(delta)
+    shares = split_epsilon(eps, [rv.name for rv in model.observed_RVs if rv.name not in public_names], epsilon_split)
+    budgets = {name: (share, total_delta * share / eps) for name, share in shares.items()}  # δ split as ε is
+    prepared = _plan(model, dict(bounds or {}), neighbouring, public_names, budgets)
     aware = {name: _use_noise_aware(noise_aware, p.family, name) for name, p in prepared.items()}
     plan = PrivatizationPlan(
-        model=model, prepared=prepared, shares=split_epsilon(eps, list(prepared), epsilon_split),
-        noise_aware=aware, public=public_names, neighbouring=neighbouring,
+        model=model, prepared=prepared, shares=shares, noise_aware=aware, public=public_names, neighbouring=neighbouring,
     )
     for name, p in prepared.items():
         check_noise_scale(p.sensitivity, plan.shares[name], declared=f"bounds of {name!r} ({p.family.name} family)")
@@ -642,6 +664,8 @@ def _placeholder(prepared: Any, epsilon: float) -> PrivateStatistics:
         family=fam, names=prepared.names, values=values, noisy=zeros, n=float(public_n or 1.0), epsilon=epsilon,
         sensitivity=prepared.sensitivity, scale=prepared.sensitivity / epsilon, neighbouring=prepared.neighbouring,
         bounds=prepared.bounds, entry_id="rehearsal", noise_source="none", ledger=PrivacyLedger(neighbouring=prepared.neighbouring),
+        mechanism=prepared.mechanism(epsilon), design=prepared.design,
+        released=None if prepared.exact_released is None else np.zeros(np.size(prepared.exact_released)),
     )
 
 

@@ -80,7 +80,8 @@ def sample(
         The total ε of the call, on every route: the privatised statistics (laplace;
         leave it out for a model on :func:`pymc_dp.observe_stats`), the released gradients
         (measurements), the ``chains × samples`` draws (ops), the whole run (gibbs, ais:
-        tight accounting at δ = 10⁻⁶ by default), the aggregate (saa).
+        tight accounting at δ = 10⁻⁶ by default), the aggregate (saa). ``delta=`` allows a δ
+        (laplace: Gaussian noise where it adds less, :class:`Laplace`; gibbs, ais: accounting).
     method
         ``"auto"`` (default): the most accurate route that takes the model and the
         declarations (:mod:`pymc_dp.routes.chooser`; tried in the order laplace,
@@ -93,7 +94,7 @@ def sample(
     neighbouring
         ``"replace"`` (N public) or ``"add_remove"``; default: the ledger's, else replace.
     model
-        The model (default: the ``with`` block's). Never modified.
+        The model (default: the ``with`` block's), never modified.
     **keywords
         The route's options by name (the fields of its route object, e.g.
         ``bounds=``, ``truncate=``, ``samples=``, ``temperature=``), then anything
@@ -111,8 +112,7 @@ def sample(
     Raises
     ------
     ValueError
-        For anything that cannot be proven private (the message says what to
-        declare); always before anything is spent.
+        For anything that cannot be proven private (the message says what to declare); before any spend.
     pymc_dp.BudgetExceededError
         If the ledger's budget cannot pay for the run; nothing is drawn then.
 

@@ -101,9 +101,9 @@ def plan_laplace(
     public_names = _check_public(model, check_public_names(options.public))
     private_names = [rv.name for rv in model.observed_RVs if rv.name not in public_names]
     if not private_names:
-        if epsilon is not None or options.bounds is not None or options.epsilon_split is not None:
+        if epsilon is not None or options.bounds is not None or options.epsilon_split is not None or options.delta:
             raise ValueError(
-                "the model has no observed records to privatise, so epsilon/bounds/epsilon_split do not apply; "
+                "the model has no observed records to privatise, so epsilon/bounds/epsilon_split/delta do not apply; "
                 "its privatised statistics were paid for when pmdp.privatize ran."
             )
         return LaplacePlan(ledger=_ledger_of_statistics(model, ledger), model=model, draws=draws,
@@ -118,7 +118,7 @@ def plan_laplace(
     ledger = resolve_ledger(ledger, neighbouring)
     privatization = plan_privatization(
         model, epsilon, bounds=options.bounds, neighbouring=ledger.neighbouring, epsilon_split=options.epsilon_split,
-        noise_aware=options.noise_aware, public=public_names,
+        noise_aware=options.noise_aware, public=public_names, delta=options.delta or 0.0,
     )
     check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring, public_names)
     check_initvals(model, pm_kwargs.get("initvals"))

@@ -44,6 +44,11 @@ class Laplace(RouteOptions):
         Observed variables whose records are public, and ``pm.Data`` containers
         whose values are (e.g. a prior's hyperparameters): used as they are, not
         privatised, recorded as an assumption.
+    delta
+        The δ the release may spend (default 0: pure ε-DP). With δ > 0 a regression
+        with two or more covariates, whose many products add less noise with Gaussian
+        noise, gets the analytic Gaussian mechanism at (ε, δ); every other release stays
+        pure ε-DP (:func:`pymc_dp.privatize`).
     """
 
     method: ClassVar[str] = "laplace"
@@ -52,6 +57,7 @@ class Laplace(RouteOptions):
     noise_rng: Any = None
     noise_aware: bool | str = "auto"
     public: Sequence[str] = ()
+    delta: float = 0.0
 
 
 @dataclass(frozen=True)
