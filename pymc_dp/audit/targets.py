@@ -172,33 +172,50 @@ def _laplace_route(broken: bool, secure: bool):
     return (run, *_route_records())
 
 
-def _centred_release(family: str, bounds: dict, records: np.ndarray, added: float, **family_args: Any):
-    """A family's centred, weighted release under add/remove (:mod:`pymc_dp.families.release_design`).
+def _centred_release(family: str, bounds: dict, records: np.ndarray, neighbour: Any, relation: str = "add_remove",
+                     **family_args: Any):
+    """A family's centred, weighted release (:mod:`pymc_dp.families.release_design`) on a worst-case pair.
 
-    The neighbour adds one record at the bounds' edge, where ``|x − c|`` (and ``(x − c)²``) are
-    largest, so the weighted vector moves by exactly Δ_w: the true loss is ε (tight). The
-    statistic is the exact privacy loss of the independent Laplace coordinates times their scale,
-    ``Σᵢ sign(Δᵢ) clip(2zᵢ − mᵢ − m′ᵢ, −|Δᵢ|, |Δᵢ|)`` on the released coordinates z, m and m′ the
-    exact released vectors and Δ = m − m′: the value Δ_w (an atom of probability 2⁻ᵈ under the
-    data) when every coordinate falls beyond the data's mean. The twin's noise source halves the
-    scale.
+    ``neighbour`` is the neighbouring data set, or a function of the release's design giving it:
+    under add/remove one record more at the bounds' edge, where ``|x − c|`` (and ``(x − c)²``, and
+    a regression's centred products) are largest at once, so the weighted vector moves by exactly
+    Δ_w; under replace-one the pair of records the weighted sensitivity is the maximum over. The true
+    loss is then ε (tight). The statistic is the exact privacy loss of the independent Laplace
+    coordinates times their scale, ``Σᵢ sign(Δᵢ) clip(2zᵢ − mᵢ − m′ᵢ, −|Δᵢ|, |Δᵢ|)`` on the released
+    coordinates z, m and m′ the exact released vectors and Δ = m − m′: the value Δ_w (an atom of
+    probability 2⁻ᵈ under the data) when every coordinate falls beyond the data's mean. The twin's
+    noise source halves the scale.
     """
     def build(broken: bool, secure: bool):
         from ..families.privatize import prepare_statistics, release_statistics
 
-        prepared = [prepare_statistics(x, family, bounds=bounds, neighbouring="add_remove", **family_args)
-                    for x in (records, np.append(records, added))]
+        data = prepare_statistics(records, family, bounds=bounds, neighbouring=relation, **family_args)
+        other = neighbour(data.design) if callable(neighbour) else neighbour
+        prepared = [data, prepare_statistics(other, family, bounds=bounds, neighbouring=relation, **family_args)]
         m, m2 = (p.exact_released for p in prepared)
         gap = m - m2
 
         def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
-            z = np.array([release_statistics(prepared[s], 1.0, ledger=PrivacyLedger(neighbouring="add_remove"),
+            z = np.array([release_statistics(prepared[s], 1.0, ledger=PrivacyLedger(neighbouring=relation),
                                              rng=_source(broken, secure, rng)).released for _ in range(size)])
             return (np.sign(gap) * np.clip(2.0 * z - m - m2, -np.abs(gap), np.abs(gap))).sum(axis=1)
 
         return run, 0, 1
 
     return build
+
+
+def _normal_replace_pair(design: Any) -> np.ndarray:
+    """The Normal's replace-one neighbour of (18, 45, 61) on [18, 80]: 18 replaced by the x′ maximising the
+    weighted gap ``w₀|x′ − 18| + w₁|(18 − c)² − (x′ − c)²|``, at x′ = c + w₀/(2w₁) (the gap's derivative is 0)."""
+    w0, w1 = design.weights
+    return np.array([design.shift + w0 / (2.0 * w1), 45.0, 61.0])
+
+
+REGRESSION_AUDIT_BOUNDS = {"x": ([1.0, 0.0, 0.0], [1.0, 1.0, 1.0]), "y": (-1.0, 1.0)}
+REGRESSION_AUDIT_ROWS = np.array([[1.0, 0.2, 0.7, -0.1], [1.0, 0.5, 0.4, 0.3], [1.0, 0.9, 0.1, 0.0]])
+#: one record more at the corner where every centred column is largest: every product moves by its bound at once
+REGRESSION_AUDIT_NEIGHBOUR = np.vstack([REGRESSION_AUDIT_ROWS, [1.0, 1.0, 1.0, 1.0]])
 
 
 GAUSSIAN_RELEASE_DELTA = 1e-5
@@ -224,11 +241,9 @@ def _gaussian_regression_release(broken: bool, secure: bool):
     from ..families.privatize import prepare_statistics
 
     family = LinearRegression(n_features=3)
-    bounds = {"x": ([1.0, 0.0, 0.0], [1.0, 1.0, 1.0]), "y": (-1.0, 1.0)}
-    records = np.array([[1.0, 0.2, 0.7, -0.1], [1.0, 0.5, 0.4, 0.3], [1.0, 0.9, 0.1, 0.0]])
-    prepared = [prepare_statistics(rows, family, bounds=bounds, neighbouring="add_remove", noise="gaussian",
-                                   delta=GAUSSIAN_RELEASE_DELTA)
-                for rows in (records, np.vstack([records, [1.0, 1.0, 1.0, 1.0]]))]
+    prepared = [prepare_statistics(rows, family, bounds=REGRESSION_AUDIT_BOUNDS, neighbouring="add_remove",
+                                   noise="gaussian", delta=GAUSSIAN_RELEASE_DELTA)
+                for rows in (REGRESSION_AUDIT_ROWS, REGRESSION_AUDIT_NEIGHBOUR)]
     m, m2 = (p.exact_released for p in prepared)
     direction = (m - m2) / np.linalg.norm(m - m2)
     sigma = prepared[0].design.noise_scale(1.0, GAUSSIAN_RELEASE_DELTA)
@@ -817,10 +832,17 @@ TARGETS: tuple[AuditTarget, ...] = (
                 broken_how="flip probability halved"),
     AuditTarget("exponential mechanism", 1.0, 0.0, 40_000, _exponential, events="exact"),
     AuditTarget("laplace route (bernoulli statistics)", 1.0, 0.0, 40_000, _laplace_route),
+    AuditTarget("laplace route (normal, centred and weighted, replace)", 1.0, 0.0, 40_000,
+                _centred_release("normal", {"x": (18.0, 80.0)}, np.array([18.0, 45.0, 61.0]), _normal_replace_pair,
+                                 relation="replace")),
     AuditTarget("laplace route (normal, centred and weighted, add/remove)", 1.0, 0.0, 40_000,
-                _centred_release("normal", {"x": (18.0, 80.0)}, np.array([30.0, 45.0, 61.0]), 80.0)),
+                _centred_release("normal", {"x": (18.0, 80.0)}, np.array([30.0, 45.0, 61.0]),
+                                 np.array([30.0, 45.0, 61.0, 80.0]))),
     AuditTarget("laplace route (poisson, centred and weighted, add/remove)", 1.0, 0.0, 40_000,
-                _centred_release("poisson", {"upper": 20}, np.array([0.0, 3.0, 5.0]), 20.0)),
+                _centred_release("poisson", {"upper": 20}, np.array([0.0, 3.0, 5.0]), np.array([0.0, 3.0, 5.0, 20.0]))),
+    AuditTarget("laplace route (regression, centred products, add/remove)", 1.0, 0.0, 40_000,
+                _centred_release("linear_regression", REGRESSION_AUDIT_BOUNDS, REGRESSION_AUDIT_ROWS,
+                                 REGRESSION_AUDIT_NEIGHBOUR, n_features=3)),
     AuditTarget("laplace route (regression, Gaussian noise with δ, add/remove)", 1.0, GAUSSIAN_RELEASE_DELTA, 200_000,
                 _gaussian_regression_release),
     AuditTarget("OPS draw (discretised beta-Bernoulli)", 1.0, 0.0, 2_000_000, _ops_draw, events="exact",
