@@ -84,6 +84,12 @@ class Family(ABC):
             shape=f"{{bound name: value}} for the {self.name} family (its bounds: {list(self.bound_keys) or 'none'})",
             example=f"bounds={self.bounds_example}" if self.bounds_example else "bounds=None",
         )
+        unknown = sorted(set(bounds) - set(self.bound_keys))
+        if unknown:  # first: a misnamed bound is the likelier mistake than a missing one
+            raise ValueError(
+                f"family {self.name!r} takes bounds {list(self.bound_keys) or 'none'}, got unknown key(s) {unknown}"
+                + (f" (e.g. bounds={self.bounds_example})" if self.bounds_example else "") + "."
+            )
         missing = [k for k in self.bound_keys if k not in bounds]
         if missing:
             raise ValueError(
@@ -91,11 +97,6 @@ class Family(ABC):
                 f"bounds={{{', '.join(repr(k) + ': ...' for k in missing)}}}"
                 + (f" (e.g. bounds={self.bounds_example})" if self.bounds_example else "")
                 + ". Records outside the bounds are clipped to them (and counted)."
-            )
-        unknown = sorted(set(bounds) - set(self.bound_keys))
-        if unknown:
-            raise ValueError(
-                f"family {self.name!r} takes bounds {list(self.bound_keys) or 'none'}, got unknown key(s) {unknown}."
             )
         return bounds
 

@@ -272,7 +272,8 @@ class LinearRegression(Family):
         ``Δ₂ = √(Σ_j (w_j R_j)²)``; the weights ``w_j ∝ (R_j² v_j)^(−1/4)`` minimise
         ``Δ₂² Σ_j 1/(w_j² v_j)`` (equality in Cauchy–Schwarz). With k covariates there are about
         k²/2 products, and L1/L2 grows like their square root: Gaussian noise adds less than
-        Laplace from two covariates on (:func:`~pymc_dp.families.release_design.preferred_noise`).
+        Laplace with enough of them: at ε = 1 from two covariates at δ = 10⁻⁵, from three at δ = 10⁻⁶;
+        with one at ε = 0.1, δ = 10⁻⁵ (:func:`~pymc_dp.families.release_design.preferred_noise` decides).
         """
         return self._centred_design(bounds, neighbouring, "gaussian")
 
@@ -316,9 +317,8 @@ class LinearRegression(Family):
         weights, delta, how = _divide_epsilon(ranges, variances, noise, rounding=1.0)
         moving = ranges > 0
         names = self.statistic_names(neighbouring)
-        midpoints = ", ".join("constant, not centred" if fixed[a] else repr(float(centre[a])) for a in range(centre.size))
         description = (
-            f"columns (x_1, …, x_{self.n_features}, y) centred on their bounds' midpoints [{midpoints}]; {how} {delta:.6g}"
+            f"columns centred on their bounds' midpoints ({self._midpoints(fixed, centre, lo, hi)}); {how} {delta:.6g}"
             + ("; shares of ε " + ", ".join(f"{names[j]} {weights[j] * ranges[j] / delta:.3f}" for j in np.flatnonzero(moving))
                if noise == "laplace" else "")
             + "; " + ", ".join(names[j] for j in np.flatnonzero(~moving))
@@ -328,6 +328,12 @@ class LinearRegression(Family):
                              reference_variances=variances).checked(
             f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}"
         )
+
+    def _midpoints(self, fixed: np.ndarray, centre: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> str:
+        """Each column with its declared range and midpoint, for the ledger: ``x_1 in [0, 10] at 5, …, y in …``."""
+        names = [f"x_{j + 1}" for j in range(self.n_features)] + ["y"]
+        return ", ".join(f"{names[a]} = {lo[a]:.6g} (constant, not centred)" if fixed[a]
+                         else f"{names[a]} in [{lo[a]:.6g}, {hi[a]:.6g}] at {centre[a]:.6g}" for a in range(centre.size))
 
     def _add_remove_design(self, bounds: Mapping[str, Any], lo: np.ndarray, hi: np.ndarray, one: int,
                            noise: str = "laplace") -> ReleaseDesign:
@@ -379,16 +385,15 @@ class LinearRegression(Family):
         # relative 1e-12: the centred products are computed in floating point)
         weights, delta, how = _divide_epsilon(largest, variances, noise, rounding=1.0 + 1e-12)
         names = self.statistic_names("add_remove")
-        midpoints = ", ".join("constant, not centred" if fixed[a] else repr(float(centre[a])) for a in range(centre.size))
         description = (
-            f"columns (x_1, …, x_{self.n_features}, y) centred on their bounds' midpoints [{midpoints}], N released "
+            f"columns centred on their bounds' midpoints ({self._midpoints(fixed, centre, lo, hi)}), N released "
             f"with their products; {names[own]} released as {names[own]} − {k * k:g}·N (always 0, weighted 1e8); "
             f"{how.replace('range', 'largest magnitude')} {delta:.6g}"
             + ("; shares of ε " + ", ".join(f"{names[j]} {weights[j] * largest[j] / delta:.3f}" for j in np.flatnonzero(moving))
                if noise == "laplace" else "")
         )
         return ReleaseDesign(mix @ shift_map, np.zeros(size), weights, delta, description, shift=centre,
-                             mix=mix, noise=noise, reference_variances=variances).checked(
+                             mix=mix, noise=noise, reference_variances=variances, zero_coordinates=(own,)).checked(
             f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}")
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:

@@ -17,10 +17,10 @@ L1 sensitivities, with every clipped record in {0, …, U}:
   x ≤ U and N by 1, so Δ = U + 1 as they are. They are released centred and weighted
   instead, ``(Σ(x − U/2), N)`` with ε divided between them
   (:func:`~pymc_dp.families.release_design.centred_add_remove_design`, as the
-  Exponential's): Δ_w = w₀U/2 + w_N in weighted units. The released N's noise reaches the
-  rate through S/N; uncentred it is multiplied by the rate, centred by its distance to U/2,
-  and the weights give the count most of ε. For counts of mean 3 clipped at U = 50, N =
-  1,000, ε = 1, the plug-in rate's RMSE falls from 0.20 to 0.089 (400 releases). The centred
+  Exponential's): Δ_w = w₀U/2 + w_N in weighted units, half of ε on each. At U = 50, ε = 1
+  the Laplace scales are 51 on both as they are, and 50 on Σ(x − 25) but 2 on N weighted:
+  the released N's noise, which reaches the rate through S/N, falls 25-fold. For counts of
+  mean 3, N = 1,000, the plug-in rate's RMSE falls from 0.20 to 0.089 (400 releases). The centred
   statistics are not whole numbers, so this release adds continuous Laplace noise
   (the discrete noise's advantage, 8 % of the variance at scale 1, vanishes at these scales).
 """

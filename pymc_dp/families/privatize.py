@@ -9,7 +9,7 @@ import numpy as np
 
 from ..accounting.curator import curator_report
 from ..accounting import PrivacyLedger
-from ..accounting.validation import check_epsilon, check_neighbouring, check_noise_scale
+from ..accounting.validation import check_delta, check_epsilon, check_neighbouring, check_noise_scale
 from ..mechanisms import gaussian_mechanism, geometric_mechanism, laplace_mechanism
 from ._arrays import as_array, compute, n_records
 from .base import Family
@@ -49,7 +49,7 @@ def privatize(
     neighbouring: str = "replace",
     rng: Any = None,
     name: str = "data",
-    delta: float = 0.0,
+    delta: float | None = 0.0,
     **family_args: Any,
 ) -> PrivateStatistics:
     """Release the sufficient statistics of ``data`` under ``family`` with the Laplace mechanism.
@@ -99,7 +99,7 @@ def privatize(
     delta
         The δ this release may spend (default 0: pure ε-DP). With δ > 0, a release of
         many numbers whose Gaussian noise at (ε, δ) is smaller than its Laplace noise at ε
-        — a regression with two or more covariates — gets the analytic Gaussian mechanism
+        — a regression with enough covariates (at ε = 1: two at δ = 1e-5, three at δ = 1e-6) — gets the analytic Gaussian mechanism
         instead, on products weighted for it (``result.mechanism == "gaussian"``; the
         ledger entry charges (ε, δ)). Decided from public numbers only
         (:func:`~pymc_dp.families.release_design.preferred_noise`); every other release
@@ -139,9 +139,7 @@ def noise_for(family: str | Family, bounds: Mapping[str, Any] | None, neighbouri
 
     Raises a ValueError for a δ that is not a number in [0, 1) (naming ``delta``).
     """
-    from ..accounting.validation import check_delta
-
-    if check_delta(delta) == 0.0:
+    if delta is None or check_delta(delta) == 0.0:  # None: as pmdp.sample's routes take it, no δ
         return "laplace"
     fam = get_family(family, **family_args)
     return preferred_noise(fam, fam.check_bounds(bounds), check_neighbouring(neighbouring), epsilon, float(delta))
@@ -178,6 +176,8 @@ class PreparedStatistics:
     exact_released: np.ndarray | None = field(default=None, repr=False)
     #: The δ of a Gaussian release (its design's ``noise == "gaussian"``); 0 for the Laplace ones.
     delta: float = 0.0
+    #: The δ the caller allowed (``delta=``), spent or not: the ledger says when it was not used.
+    offered_delta: float = 0.0
 
     def mechanism(self, epsilon: float) -> str:
         """``"gaussian"`` for a design weighted for Gaussian noise; else ``"geometric"`` (discrete Laplace) for
@@ -227,11 +227,12 @@ def prepare_statistics(
     neighbouring = check_neighbouring(neighbouring)
     fam = get_family(family, **family_args)
     checked_bounds = fam.check_bounds(bounds)
+    offered_delta = 0.0 if delta is None else check_delta(delta)
     # a tuple is a family's own multi-part record format, e.g. (X, y) for linear regression
     # the design is computed (and refused, if the bounds cannot carry it) from the bounds alone, before any record
     if noise == "gaussian":
         design = fam.gaussian_release_design(checked_bounds, neighbouring)
-        if design is None or not 0.0 < float(delta) < 1.0:
+        if design is None or delta is None or not 0.0 < float(delta) < 1.0:
             raise ValueError(f"noise='gaussian' needs a family with a Gaussian design and 0 < delta < 1; the "
                              f"{fam.name} family with delta={delta!r} has none. Nothing was spent.")
     elif noise == "laplace":
@@ -244,6 +245,12 @@ def prepare_statistics(
         # N is public under replace-one; under add/remove it is private, and refusing N = 0 while releasing N = 1
         # would tell the two apart: an empty data set is released like any other (its sums are zero)
         raise ValueError(f"{name}: data has no records.")
+    if offered_delta and neighbouring == "replace" and offered_delta * n >= 1.0:
+        # N is public here; under add/remove it is not, and no check may compare δ with it
+        raise ValueError(
+            f"{name}: delta={offered_delta:g} is at least 1/N = 1/{n}: an (ε, δ) guarantee with δ ≥ 1/N allows a "
+            "mechanism that publishes a record outright. Use δ far below 1/N, e.g. delta=1e-6. Nothing was spent."
+        )
     repaired, malformed = fam.repair(x, checked_bounds)
     clipped, outside = fam.clip(repaired, checked_bounds)
     total = fam.record_statistics(clipped, neighbouring).sum(axis=0)
@@ -283,6 +290,7 @@ def prepare_statistics(
         design=design,
         exact_released=exact_released,
         delta=float(delta),
+        offered_delta=offered_delta,
     )
 
 
@@ -311,6 +319,9 @@ def release_statistics(
     exact = prepared.exact if prepared.exact_released is None else prepared.exact_released
     mechanism = prepared.mechanism(eps)
     details = design.ledger_details(names, eps, prepared.delta)
+    if prepared.offered_delta and mechanism != "gaussian":
+        details["delta_not_used"] = (f"delta={prepared.offered_delta:g} was allowed; Laplace noise adds less to these "
+                                     "statistics, so this release is pure ε-DP and spends no δ")
     if mechanism == "gaussian":
         released, entry = gaussian_mechanism(exact, epsilon=eps, delta=prepared.delta, sensitivity=prepared.sensitivity,
                                              ledger=ledger, rng=rng, touched=touched, assumptions=assumptions,

@@ -87,11 +87,21 @@ class ReleaseDesign:
     #: The reference variances v_j of the weights' objective (module docstring), where the family gives them:
     #: what :func:`preferred_noise` compares the two noises by. None: not comparable (Laplace is used).
     reference_variances: Any = None
+    #: Released coordinates that are 0 for every data set (a regression's Σk² − k²N under add/remove): set to
+    #: exactly 0, since computed in floating point they would carry a rounding error that is a function of N.
+    zero_coordinates: tuple[int, ...] = ()
 
     def released_from_centred(self, centred_sums: np.ndarray) -> np.ndarray:
         """The exact released vector ``w ⊙ (M Σ s(x − shift))`` from the sums of the shifted records."""
         centred = np.asarray(centred_sums, dtype=float).ravel()
-        return self.weights * (centred if self.mix is None else self.mix @ centred)
+        return self._zeroed(self.weights * (centred if self.mix is None else self.mix @ centred))
+
+    def _zeroed(self, released: np.ndarray) -> np.ndarray:
+        """``released`` with the :attr:`zero_coordinates` set to exactly 0."""
+        if self.zero_coordinates:
+            released = released.copy()
+            released[list(self.zero_coordinates)] = 0.0
+        return released
 
     def centred_records(self, records: Any) -> Any:
         """The records moved by the public ``shift`` (when the family's centring is a shift of the records).
@@ -112,8 +122,8 @@ class ReleaseDesign:
         if np.all(np.isfinite(numbers)) and np.all(self.weights > 0) and self.sensitivity > 0:
             return self
         raise ValueError(
-            f"{declared} are too wide for a release in double precision (its centred products or their weights "
-            "overflow); declare narrower bounds or rescale the data (e.g. to other units)."
+            f"{declared} are too wide or too narrow for a release in double precision (its centred products or their "
+            "weights overflow); rescale the data (e.g. to other units) and the bounds with them."
         )
 
     @property
@@ -125,7 +135,7 @@ class ReleaseDesign:
     def forward(self, statistics: np.ndarray, n: float) -> np.ndarray:
         """The released coordinates ``w ⊙ (A S + N a)`` of exact statistics S of n records."""
         s = np.asarray(statistics, dtype=float).ravel()
-        return self.weights * (self.transform @ s + n * self.offset)
+        return self._zeroed(self.weights * (self.transform @ s + n * self.offset))
 
     def backward(self, released: np.ndarray, n: float) -> np.ndarray:
         """The family's statistics ``A⁻¹(z / w − N a)`` of released coordinates z (post-processing)."""

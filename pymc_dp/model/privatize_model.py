@@ -157,6 +157,8 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
             )
         except ValueError as err:
             msg = str(err).replace("declare bounds=", f"declare bounds={{{rv.name!r}: ...}} with ")
+            if family.bounds_example:  # the example as the privacy flag takes it: nested under the variable's name
+                msg = msg.replace(f"bounds={family.bounds_example}", f"bounds={{{rv.name!r}: {family.bounds_example}}}")
             raise type(err)(f"observed variable {rv.name!r}: {msg}") from None
         plans[rv.name] = prepared
     if unsupported:
@@ -452,7 +454,7 @@ def privatize_model(
     rng: Any = None,
     noise_aware: bool | str = "auto",
     public: Sequence[str] = (),
-    delta: float = 0.0,
+    delta: float | None = 0.0,
 ) -> PrivatisedModel:
     """Privatise every observed variable of ``model`` and return a record-free copy.
 
@@ -497,7 +499,7 @@ def privatize_model(
     delta
         The δ the call may spend, split across the observed variables as ε is (default 0:
         pure ε-DP). A release that adds less noise with Gaussian noise at its (ε, δ) share
-        — a regression with two or more covariates — gets the analytic Gaussian mechanism
+        — a regression with enough covariates (at ε = 1: two at δ = 1e-5, three at δ = 1e-6) — gets the analytic Gaussian mechanism
         (:func:`pymc_dp.privatize`); every other release stays pure ε-DP.
 
     Returns
@@ -637,7 +639,7 @@ def plan_privatization(
             + (" (every observed variable was declared public; sample it with pm.sample)." if public_names else ".")
         )
     bounds = check_model_bounds(bounds)  # {observed variable: {parameter: (lower, upper)}}, or a ValueError
-    total_delta = check_delta(delta)
+    total_delta = 0.0 if delta is None else check_delta(delta)
     shares = split_epsilon(eps, [rv.name for rv in model.observed_RVs if rv.name not in public_names], epsilon_split)
     budgets = {name: (share, total_delta * share / eps) for name, share in shares.items()}  # δ split as ε is
     prepared = _plan(model, dict(bounds or {}), neighbouring, public_names, budgets)

@@ -46,7 +46,7 @@ class Laplace(RouteOptions):
         privatised, recorded as an assumption.
     delta
         The δ the release may spend (default 0: pure ε-DP). With δ > 0 a regression
-        with two or more covariates, whose many products add less noise with Gaussian
+        with enough covariates (at ε = 1: two at δ = 1e-5, three at δ = 1e-6), whose many products add less noise with Gaussian
         noise, gets the analytic Gaussian mechanism at (ε, δ); every other release stays
         pure ε-DP (:func:`pymc_dp.privatize`).
     """
@@ -284,5 +284,7 @@ def options_for(method: Any, keywords: dict[str, Any]) -> RouteOptions:
     misplaced = {k: _owners(k) for k in list(keywords) if _owners(k)}
     if misplaced:
         where = "; ".join(f"{k} applies to method={' / '.join(map(repr, m))}" for k, m in misplaced.items())
-        raise ValueError(f"{where}, not method={options.method!r}.")
+        raise ValueError(f"{where}, not method={options.method!r}"
+                         + (" (its release is pure ε-DP: it has no δ to spend)" if "delta" in misplaced else "")
+                         + ". Nothing was spent.")
     return replace(options, **given) if given else options
