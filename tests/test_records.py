@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -158,8 +160,13 @@ def test_the_laplace_route_privatises_a_regression_as_written(intercept, data):
     model = _linear(intercept, data)
     with pytest.raises(ValueError, match=r"linear regression on 2 covariate.*bounds=\{'y': \{'x'"):
         pmdp.sample(50, epsilon=1.0, method="laplace", model=model, progressbar=False, chains=1)
-    released = pmdp.sample(400, epsilon=200.0, method="laplace", model=model, bounds={"y": {"x": (-1, 1), "y": (-3, 3)}},
-                           noise_rng=3, random_seed=3, progressbar=False, chains=2)
+    # target_accept as PyMC's default: this checks the privatisation, not the sampler (the route's 0.95 for
+    # noise-mixing models doubles the run, 10 s to 21 s here, and far more on PyMC 5's NUTS)
+    with warnings.catch_warnings():  # a divergence warning may come at 0.8; the posterior is checked below
+        warnings.simplefilter("ignore", UserWarning)
+        released = pmdp.sample(400, epsilon=200.0, method="laplace", model=model, target_accept=0.8,
+                               bounds={"y": {"x": (-1, 1), "y": (-3, 3)}}, noise_rng=3, random_seed=3, progressbar=False,
+                               chains=2)
     (entry,) = pmdp.ledger(released).entries
     assert entry.touched.startswith("y") and entry.epsilon == 200.0
     post = pmdp._compat.get_group(released, "posterior")
