@@ -10,6 +10,30 @@ from threadpoolctl import threadpool_limits
 threadpool_limits(1)
 
 
+def _import_arviz_one_worker_at_a_time() -> None:
+    """Import ArviZ under a lock shared by the session's workers.
+
+    ArviZ 0.23 (the Python 3.11 target) writes a once-a-day stamp through a fixed temporary
+    file on import; two xdist workers importing it at once on a new day race on that file and
+    one fails with FileNotFoundError. The first import, under the lock, writes today's stamp;
+    the others then find it and write nothing.
+    """
+    import fcntl
+    import tempfile
+    from pathlib import Path
+
+    lock_path = Path(tempfile.gettempdir()) / "pymc_dp_tests_arviz_import.lock"
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            import arviz  # noqa: F401
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+_import_arviz_one_worker_at_a_time()
+
+
 import logging  # noqa: E402
 import os  # noqa: E402
 
