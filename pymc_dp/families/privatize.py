@@ -332,6 +332,19 @@ def release_statistics(
             exact = np.clip(exact, -(2.0**62), 2.0**62)
         released, entry = release(exact, epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng,
                                   touched=touched, assumptions=assumptions, return_entry=True, details=details)
+    return statistics_from_release(prepared, released, eps, float(entry.details.get("scale", prepared.sensitivity / eps)),
+                                   entry, ledger, mechanism)
+
+
+def statistics_from_release(prepared: PreparedStatistics, released: Any, epsilon: float, scale: float, entry: Any,
+                            ledger: PrivacyLedger, mechanism: str) -> PrivateStatistics:
+    """The released coordinates back in the family's own statistics, projected (post-processing).
+
+    ``scale`` is the noise's scale on the released coordinates; ``entry`` the ledger entry that paid.
+    """
+    fam, names = prepared.family, prepared.names
+    design = prepared.design or identity_design(prepared.sensitivity, len(names))
+    eps = float(epsilon)
     released = np.atleast_1d(np.asarray(released, dtype=float))
     public_n = prepared.n if prepared.neighbouring == "replace" else None
     # post-processing: back to the family's own statistics. A design with an offset needs N, public under replace;
@@ -349,7 +362,7 @@ def release_statistics(
         n=n_out,
         epsilon=eps,
         sensitivity=prepared.sensitivity,
-        scale=float(entry.details.get("scale", prepared.sensitivity / eps)),
+        scale=scale,
         neighbouring=prepared.neighbouring,
         bounds=prepared.bounds,
         entry_id=entry.id,

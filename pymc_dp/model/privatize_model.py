@@ -29,10 +29,13 @@ from ..accounting.validation import (
 )
 from ..families import PrivateStatistics, family_of_dist
 from ..families._latent_count import log_ratio_name, record_count_name
-from ..families.privatize import noise_for, prepare_statistics, release_statistics
+from ..families.privatize import ClippedRecordsWarning, noise_for, prepare_statistics, release_statistics
+from ..families.grouped import GroupedPrepared, GroupedStatistics, release_grouped
+from ..accounting.curator import curator_report
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths, n_is_private, number_of_records_private
 from .covariate_model import COVARIATE_ASSUMPTION, NEW_COORDS_TAG, covariate_parameters, new_free_variable
+from .group_index import GroupIndex, _index_values, group_index_of, group_view, observed_group_view
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
 
@@ -127,16 +130,49 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
             continue
         records = _observed_records(model, rv)
         n_records = int(np.shape(records)[0]) if np.ndim(records) else 1
-        predictor = linear_regression_of(rv, n_records, model.free_RVs, dim_lengths(model))
-        if predictor is not None:
-            plans[rv.name] = _prepare_regression(rv.name, predictor, records, bounds.get(rv.name), neighbouring,
-                                                 budgets[rv.name])
-            continue
         try:
-            family, params = family_of_dist(rv)
+            groups = group_index_of(rv.owner.inputs[2:], n_records, model.free_RVs, model)
         except ValueError as err:
             unsupported.append(f"{rv.name!r}: {err}")
             continue
+        if groups is not None:
+            plans[rv.name] = _prepare_grouped(model, rv, records, n_records, groups, bounds.get(rv.name), neighbouring,
+                                              budgets[rv.name])
+            continue
+        prepared = _prepare_variable(model, rv, rv.name, records, n_records, bounds.get(rv.name), neighbouring,
+                                     budgets[rv.name], unsupported)
+        if prepared is not None:
+            plans[rv.name] = prepared
+    if unsupported:
+        raise ValueError(
+            "cannot privatise these observed variables with method='laplace': "
+            + "; ".join(u.rstrip(".") for u in unsupported)
+            + ". The Laplace route needs an exponential family whose parameters are shared by all records (or by "
+            "the records of each group, a[group_idx]), or a linear regression; for these likelihoods use "
+            "method='ops' or 'gibbs' with loglik_clip=(lower, upper), or method='saa'."
+        )
+    unknown = sorted(set(bounds) - set(plans))
+    if unknown:
+        raise ValueError(f"bounds names {unknown}, which are not observed variables of the model ({sorted(plans)}).")
+    return plans
+
+
+def _prepare_variable(model: Any, rv: Any, name: str, records: np.ndarray, n_records: int, var_bounds: Any,
+                      neighbouring: str, budget: tuple[float, float], unsupported: list[str],
+                      rows: np.ndarray | None = None, part: str | None = None) -> Any:
+    """The prepared statistics of one likelihood whose parameters all its records share (``rows`` of the records).
+
+    ``rv`` is the observed variable ``name`` (or the view of it for the group ``part``: :mod:`.group_index`);
+    where its family is not one the route knows, the reason is appended to ``unsupported`` and None returned.
+    """
+    predictor = linear_regression_of(rv, n_records, model.free_RVs, dim_lengths(model))
+    if predictor is not None:
+        return _prepare_regression(name, predictor, records, var_bounds, neighbouring, budget, rows, part)
+    try:
+        family, params = family_of_dist(rv)
+    except ValueError as err:
+        unsupported.append(f"{name!r}: {err}")
+        return None
         leaves = data_leaves(
             list(params.values()), blockers=model.free_RVs, record_counts=[n_records], public=dim_lengths(model)
         )
@@ -145,40 +181,60 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
                 f"observed variable {rv.name!r} has a parameter that depends on data "
                 f"({', '.join(describe_leaf(v) for v in leaves)}), e.g. a per-record mean in a GLM. "
                 "The Laplace route needs one set of parameters for all records, or a linear regression "
-                "(pm.Normal with mu = intercept + X @ beta and one sigma), which it recognises. For this "
-                "likelihood use method='ops' or 'gibbs' with loglik_clip=(lower, upper), or method='saa'."
+                "(pm.Normal with mu = intercept + X @ beta and one sigma), which it recognises, or parameters "
+                "indexed by one group index (a[group_idx]). For this likelihood use method='ops' or 'gibbs' with "
+                "loglik_clip=(lower, upper), or method='saa'."
             )
-        var_bounds = bounds.get(rv.name)
-        try:
-            noise = noise_for(family, var_bounds, neighbouring, *budgets[rv.name])
-            prepared = prepare_statistics(
-                records, family, bounds=var_bounds, neighbouring=neighbouring, name=rv.name, noise=noise,
-                delta=budgets[rv.name][1],
-            )
-        except ValueError as err:
-            msg = str(err).replace("declare bounds=", f"declare bounds={{{rv.name!r}: ...}} with ")
-            if family.bounds_example:  # the example as the privacy flag takes it: nested under the variable's name
-                msg = msg.replace(f"bounds={family.bounds_example}", f"bounds={{{rv.name!r}: {family.bounds_example}}}")
-            raise type(err)(f"observed variable {rv.name!r}: {msg}") from None
-        plans[rv.name] = prepared
-    if unsupported:
-        raise ValueError(
-            "cannot privatise these observed variables with method='laplace': "
-            + "; ".join(u.rstrip(".") for u in unsupported)
-            + ". The Laplace route needs an exponential family whose parameters are shared by all records, or a "
-            "linear regression; for these likelihoods use method='ops' or 'gibbs' with loglik_clip=(lower, upper), "
-            "or method='saa'."
+    try:
+        noise = noise_for(family, var_bounds, neighbouring, *budget)
+        return prepare_statistics(
+            records if rows is None else records[rows], family, bounds=var_bounds, neighbouring=neighbouring,
+            name=name if part is None else f"{name}[{part}]", noise=noise, delta=budget[1],
         )
-    unknown = sorted(set(bounds) - set(plans))
-    if unknown:
-        raise ValueError(f"bounds names {unknown}, which are not observed variables of the model ({sorted(plans)}).")
-    return plans
+    except ValueError as err:
+        msg = str(err).replace("declare bounds=", f"declare bounds={{{name!r}: ...}} with ")
+        if family.bounds_example:  # the example as the privacy flag takes it: nested under the variable's name
+            msg = msg.replace(f"bounds={family.bounds_example}", f"bounds={{{name!r}: {family.bounds_example}}}")
+        raise type(err)(f"observed variable {name!r}: {msg}") from None
+
+
+def _prepare_grouped(model: Any, rv: Any, records: np.ndarray, n_records: int, groups: GroupIndex, var_bounds: Any,
+                     neighbouring: str, budget: tuple[float, float]) -> GroupedPrepared:
+    """Every group's statistics, each prepared under add/remove (:mod:`pymc_dp.families.grouped`).
+
+    A record whose index names no group (outside 0..G−1; PyMC itself would fail on it) is left out
+    and counted for the curator only.
+    """
+    index = np.asarray(_index_values(groups.leaf, n_records))
+    parts, unsupported = [], []
+    labels = tuple(groups.label(g) for g in range(groups.size))
+    for g in range(groups.size):
+        try:
+            view = observed_group_view(rv, n_records, g)
+        except ValueError as err:
+            raise ValueError(f"observed variable {rv.name!r}: {err}. Nothing was spent.") from None
+        part = _prepare_variable(model, view, rv.name, records, n_records, var_bounds, "add_remove",
+                                 (budget[0], 0.0), unsupported, rows=index == g, part=labels[g])
+        if part is None:
+            raise ValueError(
+                f"observed variable {rv.name!r} is indexed by group ({groups.dim or 'a per-record index'}), but the "
+                f"likelihood of one group's records is not one the Laplace route knows: {unsupported[0]}. Use "
+                "method='ops' or 'gibbs' with loglik_clip=(lower, upper), or method='saa'. Nothing was spent."
+            )
+        parts.append(part if budget[1] == 0.0 else replace(part, offered_delta=budget[1]))
+    dropped = int(np.sum((index < 0) | (index >= groups.size)))
+    if dropped:
+        curator_report(f"{rv.name}: {dropped} of {n_records} record(s) have a group index outside 0..{groups.size - 1} "
+                       "and were left out (this count is for you, the curator; it is not released).",
+                       ClippedRecordsWarning, stacklevel=4)
+    return GroupedPrepared(parts=tuple(parts), labels=labels, dim=groups.dim, neighbouring=neighbouring, name=rv.name,
+                           dropped=dropped)
 
 
 def _prepare_regression(name: str, predictor: Any, y: np.ndarray, var_bounds: Any, neighbouring: str,
-                        budget: tuple[float, float]) -> Any:
+                        budget: tuple[float, float], rows: np.ndarray | None = None, part: str | None = None) -> Any:
     """The linear_regression statistics of a recognised regression: records [X (, 1), y], bounds with (1, 1)
-    for the intercept column."""
+    for the intercept column; only ``rows`` of them where given (one group's)."""
     from ..families.linear_regression import LinearRegression
 
     d = predictor.covariates
@@ -209,10 +265,12 @@ def _prepare_regression(name: str, predictor: Any, y: np.ndarray, var_bounds: An
         given["x"] = (np.r_[lo, 1.0], np.r_[hi, 1.0])
     family = LinearRegression(n_features=predictor.design.shape[1])
     records = np.column_stack([predictor.design, np.asarray(y, dtype=float).reshape(-1)])
+    if rows is not None:
+        records = records[rows]
     try:
         noise = noise_for(family, given, neighbouring, *budget)
-        return prepare_statistics(records, family, bounds=given, neighbouring=neighbouring, name=name, noise=noise,
-                                  delta=budget[1])
+        return prepare_statistics(records, family, bounds=given, neighbouring=neighbouring,
+                                  name=name if part is None else f"{name}[{part}]", noise=noise, delta=budget[1])
     except ValueError as err:
         raise type(err)(f"observed variable {name!r} (a linear regression): {err}") from None
 
@@ -229,22 +287,39 @@ def _statistics_likelihoods(
     stats: Mapping[str, PrivateStatistics], noise_aware: Mapping[str, bool],
 ) -> dict[str, Callable[..., Any]]:
     """One likelihood builder per privatised observed variable (see :func:`rebuild_with_likelihoods`)."""
+    import pytensor.tensor as pt
+
+    def build_one(name: str, s: PrivateStatistics, rv: Any, rows: int, free: list, sizes: list,
+                  new_outputs: list, aware: bool) -> Any:
+        if s.family.name == "linear_regression":
+            predictor = linear_regression_of(rv, rows, free, sizes)
+            params = {"beta": predictor.coefficients, "sigma": predictor.sigma}
+            if aware:  # its likelihood needs a model of the covariates
+                params.update(covariate_parameters(name, s.family, s.bounds, new_outputs, predictor.columns))
+        else:
+            _, params = s.family.from_dist(rv)
+        make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs, s.names)
+        make_count = partial(_record_count_rv, record_count_name(name), new_outputs)
+        return statistics_loglik(s, params, aware, make_mixing, name, make_count)
 
     def build(name: str, node: Any, free: list, sizes: list, new_outputs: list) -> Any:
         s = stats[name]
-        if s.family.name == "linear_regression":
-            rows = int(np.shape(_observed_value(node.inputs[1]))[0])
-            predictor = linear_regression_of(node.inputs[0], rows, free, sizes)
-            params = {"beta": predictor.coefficients, "sigma": predictor.sigma}
-            if noise_aware[name]:  # its likelihood needs a model of the covariates
-                params.update(covariate_parameters(name, s.family, s.bounds, new_outputs, predictor.columns))
-        else:
-            _, params = s.family.from_dist(node.inputs[0])
-        make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs, s.names)
-        make_count = partial(_record_count_rv, record_count_name(name), new_outputs)
-        return statistics_loglik(s, params, noise_aware[name], make_mixing, name, make_count)
+        grouped = isinstance(s, GroupedStatistics)
+        value = _observed_value(node.inputs[1]) if grouped or s.family.name == "linear_regression" else None
+        rows = int(np.shape(value)[0]) if np.ndim(value) else 1
+        if grouped:  # one likelihood per group, each on its own part of the release
+            terms = [build_one(group_variable_name(name, s.dim, g), part, observed_group_view(node.inputs[0], rows, g),
+                               rows, free, sizes, new_outputs, noise_aware[name])
+                     for g, part in enumerate(s.parts)]
+            return terms[0] if len(terms) == 1 else pt.add(*terms)
+        return build_one(name, s, node.inputs[0], rows, free, sizes, new_outputs, noise_aware[name])
 
     return {name: partial(build, name) for name in stats}
+
+
+def group_variable_name(name: str, dim: str | None, g: int) -> str:
+    """The prefix of group ``g``'s latent variables (count, noise mixing, covariate model): ``y_county_3``."""
+    return f"{name}_{dim or 'group'}_{g}"
 
 
 def _rebuild_without_records(
@@ -547,8 +622,9 @@ class PrivatizationPlan:
         """Draw the noise (charging ``ledger``) and build the record-free model."""
         declared = (public_assumption(sorted(self.public)),) if self.public else ()
         stats = {
-            name: release_statistics(p, self.shares[name], ledger=ledger, rng=rng,
-                                     assumptions=declared + _likelihood_note(name, self.noise_aware[name], p.family, p.bounds))
+            name: (release_grouped if isinstance(p, GroupedPrepared) else release_statistics)(
+                p, self.shares[name], ledger=ledger, rng=rng,
+                assumptions=declared + _likelihood_note(name, self.noise_aware[name], p.family, p.bounds))
             for name, p in self.prepared.items()
         }
         new_model, dropped = _rebuild_without_records(
@@ -558,7 +634,8 @@ class PrivatizationPlan:
             warn_at_caller("privatize_model left out Deterministic(s) of the records: " + ", ".join(sorted(dropped)),
                            UserWarning)
         for s in stats.values():
-            _register(new_model, s)
+            for part in (s.parts if isinstance(s, GroupedStatistics) else (s,)):
+                _register(new_model, part)
         _warn_degenerate_plug_in(self.model, stats, self.noise_aware)
         return PrivatisedModel(model=new_model, statistics=stats, ledger=ledger, dropped=dropped,
                                noise_aware=self.noise_aware)
@@ -572,7 +649,7 @@ def _warn_degenerate_plug_in(model: Any, stats: Mapping[str, PrivateStatistics],
     from ..families import DegenerateReleaseWarning
 
     for name, st in stats.items():
-        if noise_aware[name]:
+        if noise_aware[name] or isinstance(st, GroupedStatistics):
             continue
         why = st.family.plug_in_degeneracy(np.asarray(st.values, dtype=float), float(st.n))
         if why is None:
@@ -656,8 +733,12 @@ def plan_privatization(
     return plan
 
 
-def _placeholder(prepared: Any, epsilon: float) -> PrivateStatistics:
+def _placeholder(prepared: Any, epsilon: float) -> PrivateStatistics | GroupedStatistics:
     """Statistics of the right family and shape whose values read no record (zeros, projected)."""
+    if isinstance(prepared, GroupedPrepared):
+        part_epsilon = prepared.part_epsilon(epsilon)
+        return GroupedStatistics(parts=tuple(_placeholder(p, part_epsilon) for p in prepared.parts),
+                                 labels=prepared.labels, dim=prepared.dim, name=prepared.name)
     fam = prepared.family
     public_n = prepared.n if prepared.neighbouring == "replace" else None
     zeros = np.zeros(np.shape(np.atleast_1d(prepared.exact)))

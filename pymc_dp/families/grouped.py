@@ -1,0 +1,177 @@
+"""Statistics by group, released together by parallel composition.
+
+A hierarchy's records fall into disjoint groups (the counties of ``a[county_idx]``); each
+group's records have a likelihood of their own family with parameters shared by them
+(:mod:`pymc_dp.model.group_index`). Their statistics are released as **one** Laplace release
+of the concatenated vector, whose L1 sensitivity is that of one group's release, not the sum
+over groups:
+
+* each group's statistics are released with the add/remove design of its family (the group's
+  count among them: which group a record is in is private, so no group's size is public);
+* under add/remove, one record is added to (or removed from) one group: Δ = Δ_g, the
+  add/remove sensitivity of one group's release (the same for every group: the bounds are
+  shared);
+* under replace-one, a record may also change its group: group g loses a record and group h
+  gains one, each moving by at most Δ_g, so Δ = 2·Δ_g. A record kept in its group moves its
+  group's release by at most 2·Δ_g too (a removal and an addition). So the whole vector costs
+  ε with noise of scale 2·Δ_g/ε on every coordinate, whatever the number of groups.
+
+Each group's part is then post-processed as that family's add/remove release at ε/2
+(replace-one) or ε (add/remove) would be: the same noise scale, so every likelihood of the
+family (plug-in or noise-aware with a latent count) reads it unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..accounting import PrivacyLedger
+from ..accounting.validation import check_epsilon
+from ..mechanisms import laplace_mechanism
+from .privatize import PreparedStatistics, statistics_from_release
+from .statistics import PrivateStatistics
+from ._params import relation
+
+__all__ = ["GroupedPrepared", "GroupedStatistics", "release_grouped", "group_factor"]
+
+
+def group_factor(neighbouring: str) -> float:
+    """How many groups' releases one neighbouring change can move: 2 under replace-one, 1 under add/remove."""
+    return 2.0 if relation(neighbouring) == "replace" else 1.0
+
+
+@dataclass(frozen=True)
+class GroupedPrepared:
+    """Exact statistics of every group, each prepared under add/remove (never leave the curator)."""
+
+    parts: tuple[PreparedStatistics, ...]
+    labels: tuple[str, ...]
+    dim: str | None
+    neighbouring: str
+    name: str
+    #: records whose group index named no group (outside 0..G−1): left out, counted for the curator only
+    dropped: int = field(default=0, repr=False)
+
+    @property
+    def family(self) -> Any:
+        return self.parts[0].family
+
+    @property
+    def bounds(self) -> Mapping[str, Any]:
+        return self.parts[0].bounds
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.parts[0].names
+
+    @property
+    def design(self) -> Any:
+        return self.parts[0].design
+
+    @property
+    def n(self) -> int:
+        return int(sum(p.n for p in self.parts)) + self.dropped
+
+    @property
+    def exact(self) -> np.ndarray:
+        return np.concatenate([np.atleast_1d(p.exact) for p in self.parts])
+
+    @property
+    def exact_released(self) -> None:
+        return None
+
+    @property
+    def sensitivity(self) -> float:
+        """Δ of the concatenated release: one group's add/remove Δ, doubled under replace-one (module docstring)."""
+        return group_factor(self.neighbouring) * self.parts[0].sensitivity
+
+    @property
+    def delta(self) -> float:
+        return 0.0
+
+    @property
+    def offered_delta(self) -> float:
+        return self.parts[0].offered_delta
+
+    def part_epsilon(self, epsilon: float) -> float:
+        """The ε at which one group's add/remove release has the noise scale of the whole release."""
+        return float(epsilon) / group_factor(self.neighbouring)
+
+    def mechanism(self, epsilon: float) -> str:
+        """Always ``"laplace"``: the concatenated release takes continuous Laplace noise (pure ε-DP)."""
+        return "laplace"
+
+    def release_event(self, epsilon: float) -> dict[str, Any]:
+        return {"type": "laplace", "noise_multiplier": 1.0 / float(epsilon)}
+
+    def group_name(self, g: int) -> str:
+        return f"{self.name}[{self.labels[g]}]"
+
+
+@dataclass(frozen=True)
+class GroupedStatistics:
+    """The released statistics of every group (one ledger entry paid for all of them)."""
+
+    parts: tuple[PrivateStatistics, ...]
+    labels: tuple[str, ...]
+    dim: str | None
+    name: str
+
+    @property
+    def family(self) -> Any:
+        return self.parts[0].family
+
+    @property
+    def bounds(self) -> Mapping[str, Any]:
+        return self.parts[0].bounds
+
+    @property
+    def entry_id(self) -> str:
+        return self.parts[0].entry_id
+
+    def __iter__(self):
+        return iter(self.parts)
+
+
+def grouping_assumption(neighbouring: str, dim: str | None, groups: int) -> str:
+    """What the ledger says of a grouped release: parallel composition, and where its factor comes from."""
+    by = f"'{dim}'" if dim else "the group index"
+    moved = ("a record may change its group, moving two groups' statistics (Δ doubled)"
+             if relation(neighbouring) == "replace" else "a record added or removed moves one group's statistics")
+    return (f"records split into {groups} disjoint groups by {by} (parallel composition): each group's statistics "
+            f"and its count released with the add/remove design, one Laplace noise for all; {moved}; the groups' sizes "
+            "are private")
+
+
+def release_grouped(prepared: GroupedPrepared, epsilon: float, *, ledger: PrivacyLedger, rng: Any = None,
+                    assumptions: Sequence[str] = ()) -> GroupedStatistics:
+    """One Laplace release of every group's statistics at ``epsilon`` (charged once), split back into groups."""
+    eps = check_epsilon(epsilon)
+    if ledger.neighbouring != prepared.neighbouring:
+        raise ValueError(f"the statistics were prepared under {prepared.neighbouring!r}, the ledger uses "
+                         f"{ledger.neighbouring!r}.")
+    parts = prepared.parts
+    exact = [np.atleast_1d(p.exact if p.exact_released is None else p.exact_released) for p in parts]
+    part_eps = prepared.part_epsilon(eps)
+    details = prepared.design.ledger_details(prepared.names, part_eps) if prepared.design is not None else {}
+    details = {**details, "groups": len(parts), "group_dim": prepared.dim, "group_sensitivity": parts[0].sensitivity}
+    if prepared.offered_delta:
+        details["delta_not_used"] = (f"delta={prepared.offered_delta:g} was allowed; a release by group is pure ε-DP "
+                                     "and spends no δ")
+    touched = f"{prepared.name}:{prepared.family.name} statistics by {prepared.dim or 'group'} ({len(parts)} groups)"
+    released, entry = laplace_mechanism(
+        np.concatenate(exact), epsilon=eps, sensitivity=prepared.sensitivity, ledger=ledger, rng=rng, touched=touched,
+        assumptions=(grouping_assumption(prepared.neighbouring, prepared.dim, len(parts)), *assumptions),
+        return_entry=True, details=details,
+    )
+    released = np.atleast_1d(np.asarray(released, dtype=float))
+    scale = float(entry.details.get("scale", prepared.sensitivity / eps))
+    out, start = [], 0
+    for part, values in zip(parts, exact):
+        chunk = released[start:start + values.size]
+        start += values.size
+        out.append(statistics_from_release(part, chunk, part_eps, scale, entry, ledger, "laplace"))
+    return GroupedStatistics(parts=tuple(out), labels=prepared.labels, dim=prepared.dim, name=prepared.name)

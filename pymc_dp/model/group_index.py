@@ -1,0 +1,178 @@
+"""Group-indexed likelihoods: ``a[county_idx]`` read as one likelihood per group.
+
+A hierarchy written the gallery's way, ``pm.Normal("y", mu=a[county_idx] + b * x, sigma=s,
+observed=y)``, gives every record the parameters of its group: ``county_idx`` is a per-record
+integer array (NumPy or ``pm.Data``), ``a`` a vector of the parameters with one entry per
+group (a dim's length, public). The records of group g are a likelihood of their own whose
+parameters are shared by all of them — ``mu = a[g] + b * x`` — which the Laplace route
+privatises like any other (:mod:`pymc_dp.model.privatize_model`); the groups' records are
+disjoint, so their releases compose in parallel (:mod:`pymc_dp.families.grouped`).
+
+:func:`group_index_of` finds the index (one per-record integer array indexing parameter
+vectors of one length), :func:`group_view` rewrites a parameter graph for group g: each
+``v[idx]`` becomes the scalar ``v[g]``, everything built on it is rebuilt by its own op
+(elementwise arithmetic broadcasts the scalar against the records).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .regression import _strip
+
+__all__ = ["GroupIndex", "group_index_of", "group_view", "observed_group_view"]
+
+_INDEXING = ("AdvancedSubtensor1", "AdvancedSubtensor")
+
+
+@dataclass(frozen=True)
+class GroupIndex:
+    """A per-record group index: which leaf holds it, how many groups, and their public names."""
+
+    leaf: Any
+    size: int
+    dim: str | None
+    labels: tuple[str, ...]
+
+    def label(self, g: int) -> str:
+        """The public name of group ``g`` (its coordinate label, else its number)."""
+        return self.labels[g] if g < len(self.labels) else str(g)
+
+
+def _index_values(var: Any, records: int) -> np.ndarray | None:
+    """The values of a per-record integer data leaf (NumPy constant or ``pm.Data``), else None."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+
+    var = _strip(var)
+    if isinstance(var, Constant):
+        value = np.asarray(var.data)
+    elif isinstance(var, SharedVariable) and var.owner is None and hasattr(var, "get_value"):
+        value = np.asarray(var.get_value(borrow=True))
+    else:
+        return None
+    if value.ndim != 1 or value.shape[0] != records or value.dtype.kind not in "iu":
+        return None
+    return value
+
+
+def _indexing(node: Any, records: int) -> tuple[Any, Any] | None:
+    """``(operand, index leaf)`` where ``node`` is ``v[idx]``: a vector indexed by a per-record integer array."""
+    if type(node.op).__name__ not in _INDEXING or len(node.inputs) != 2:
+        return None
+    operand, index = node.inputs
+    if operand.type.ndim != 1 or _index_values(index, records) is None:
+        return None
+    return operand, _strip(index)
+
+
+def _indexings(outputs: Sequence[Any], records: int, blockers: Sequence[Any]) -> list[tuple[Any, Any]]:
+    from pytensor.graph.traversal import applys_between
+
+    return [found for node in applys_between(list(blockers), list(outputs))
+            if (found := _indexing(node, records)) is not None]
+
+
+def group_index_of(params: Sequence[Any], records: int, blockers: Sequence[Any], model: Any = None) -> GroupIndex | None:
+    """The one group index of a likelihood's parameters, or None where they index nothing by record.
+
+    Raises
+    ------
+    ValueError
+        Where two different per-record arrays index parameters (crossed effects: the records
+        are not split into disjoint groups by one index), or the indexed vectors differ in length.
+    """
+    found = _indexings(params, records, blockers)
+    if not found:
+        return None
+    leaves = {id(leaf): leaf for _, leaf in found}
+    if len(leaves) > 1:
+        raise ValueError(
+            "its parameters are indexed by more than one per-record array (crossed effects such as a[i] + c[j]): the "
+            "Laplace route splits the records into disjoint groups by one index"
+        )
+    lengths = set()
+    for operand, _ in found:
+        length = operand.type.shape[0]
+        if length is None:
+            try:
+                length = int(operand.shape[0].eval())
+            except Exception:  # a length that depends on data or cannot be computed: not a group vector
+                length = None
+        lengths.add(length)
+    if None in lengths or len(lengths) != 1:
+        raise ValueError(
+            "the vectors its group index selects from do not have one fixed length (give them dims=, the groups)"
+        )
+    leaf = next(iter(leaves.values()))
+    size = lengths.pop()
+    dim, labels = _dim_of(found[0][0], size, model)
+    return GroupIndex(leaf=leaf, size=size, dim=dim, labels=labels)
+
+
+def _dim_of(operand: Any, size: int, model: Any) -> tuple[str | None, tuple[str, ...]]:
+    """The dim (and its labels) of the indexed vector, where the model names one."""
+    if model is None:
+        return None, ()
+    var = _strip(operand)
+    dims = getattr(model, "named_vars_to_dims", {}).get(getattr(var, "name", None) or "", ())
+    if len(dims) == 1 and dims[0] is not None:
+        labels = tuple(str(v) for v in (model.coords.get(dims[0]) or ()))
+        return dims[0], labels if len(labels) == size else ()
+    return None, ()
+
+
+def group_view(outputs: Sequence[Any], records: int, g: int) -> list[Any]:
+    """``outputs`` for the records of group ``g``: each ``v[idx]`` replaced by ``v[g]``, the rest rebuilt.
+
+    A node whose inputs did not change is kept. A ``DimShuffle`` or shape check of a group-indexed
+    vector is dropped (its scalar replacement broadcasts where the vector did).
+
+    Raises
+    ------
+    ValueError
+        Where an operation cannot take the scalar (the index is used other than to select a
+        group's parameters).
+    """
+    from pytensor.tensor.elemwise import DimShuffle
+
+    memo: dict[Any, Any] = {}
+
+    def view(var: Any) -> Any:
+        if var in memo:
+            return memo[var]
+        node = var.owner
+        if node is None:
+            out = var
+        elif (found := _indexing(node, records)) is not None:
+            out = view(found[0])[g]
+        else:
+            inputs = [view(i) for i in node.inputs]
+            if all(a is b for a, b in zip(inputs, node.inputs)):
+                out = var
+            elif (isinstance(node.op, DimShuffle) or type(node.op).__name__ == "SpecifyShape") \
+                    and inputs[0].type.ndim < node.inputs[0].type.ndim:
+                out = inputs[0]
+            else:
+                try:
+                    out = node.op.make_node(*inputs).outputs[node.outputs.index(var)]
+                except Exception as err:
+                    raise ValueError(
+                        f"its group index reaches {type(node.op).__name__}, which cannot take one group's "
+                        f"parameters ({type(err).__name__})"
+                    ) from None
+        memo[var] = out
+        return out
+
+    return [view(o) for o in outputs]
+
+
+def observed_group_view(rv: Any, records: int, g: int) -> Any:
+    """The observed variable ``rv`` as a distribution of group ``g``'s records (its parameters' group view)."""
+    node = rv.owner
+    rng, size, *params = node.inputs
+    viewed = group_view(params, records, g)
+    return node.op.make_node(rng, size, *viewed).outputs[node.outputs.index(rv)]
