@@ -300,3 +300,15 @@ def test_the_centred_release_neighbours_attain_the_weighted_sensitivity(family, 
     gap = np.abs(data.exact_released - prepare_statistics(other, family, bounds=bounds, neighbouring=relation,
                                                           **args).exact_released).sum()
     assert gap == pytest.approx(data.sensitivity, rel=1e-9)
+
+
+def test_the_grouped_release_neighbours_attain_twice_one_groups_sensitivity():
+    """Moving the edge record from group 0 to group 1 moves the concatenated release by 2·Δ_g, the Δ the release by
+    group charges under replace-one: the audit's pair is the worst case, and the true loss is ε."""
+    from pymc_dp.model.privatize_model import plan_privatization
+
+    plans = [plan_privatization(T._grouped_model(r), 1.0, bounds={"y": {"x": (18.0, 80.0)}}).prepared["y"]
+             for r in (T.GROUPED_AUDIT_RECORDS, T.GROUPED_AUDIT_NEIGHBOUR)]
+    m, m2 = (np.concatenate([p.exact_released for p in plan.parts]) for plan in plans)
+    assert plans[0].sensitivity == pytest.approx(2.0 * plans[0].parts[0].sensitivity)
+    assert np.abs(m - m2).sum() == pytest.approx(plans[0].sensitivity, rel=1e-9)

@@ -224,6 +224,50 @@ REGRESSION_AUDIT_ROWS = np.array([[1.0, 0.2, 0.7, -0.1], [1.0, 0.5, 0.4, 0.3], [
 REGRESSION_AUDIT_NEIGHBOUR = np.vstack([REGRESSION_AUDIT_ROWS, [1.0, 1.0, 1.0, 1.0]])
 
 
+#: Group-indexed means mu[idx] on [18, 80]: group 0 holds (80, 45), group 1 (61); the neighbour moves the record
+#: at 80 into group 1 (replace-one: its group is part of the record)
+GROUPED_AUDIT_RECORDS = ((0, 80.0), (0, 45.0), (1, 61.0))
+GROUPED_AUDIT_NEIGHBOUR = ((1, 80.0), (0, 45.0), (1, 61.0))
+
+
+def _grouped_model(records: tuple[tuple[int, float], ...]) -> Any:
+    import pymc as pm
+
+    groups, values = (np.array(c) for c in zip(*records))
+    with pm.Model(coords={"group": ["a", "b"]}) as model:
+        mu = pm.Normal("mu", 50.0, 20.0, dims="group")
+        sigma = pm.HalfNormal("sigma", 20.0)
+        pm.Normal("y", mu[groups], sigma, observed=values)
+    return model
+
+
+def _grouped_release(broken: bool, secure: bool):
+    """The release by group of ``pm.Normal("y", mu[idx], sigma)`` under replace-one (:mod:`pymc_dp.families.grouped`).
+
+    Both data sets are planned by the privacy flag's own :func:`~pymc_dp.model.privatize_model.plan_privatization`;
+    the neighbour moves a record at the bounds' edge from group 0 to group 1, so group 0's weighted
+    vector loses the record's (|x − c|, (x − c)², 1) and group 1's gains it: the concatenated release
+    moves by 2·Δ_g, the sensitivity charged, and the true loss is ε. The statistic is that of
+    :func:`_centred_release` on the concatenated vectors; the noise is added as
+    :func:`~pymc_dp.families.grouped.release_grouped` adds it (the noise source's Laplace at Δ/ε).
+    """
+    from ..model.privatize_model import plan_privatization
+
+    plans = [plan_privatization(_grouped_model(r), 1.0, bounds={"y": {"x": (18.0, 80.0)}}).prepared["y"]
+             for r in (GROUPED_AUDIT_RECORDS, GROUPED_AUDIT_NEIGHBOUR)]
+    m, m2 = (np.concatenate([p.exact_released for p in plan.parts]) for plan in plans)
+    gap = m - m2
+    scale = plans[0].sensitivity / 1.0
+    exact = (m, m2)
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        source = resolve_noise_source(_source(broken, secure, rng))
+        z = source.add_laplace(np.tile(exact[s], (size, 1)), scale)
+        return (np.sign(gap) * np.clip(2.0 * z - m - m2, -np.abs(gap), np.abs(gap))).sum(axis=1)
+
+    return run, 0, 1
+
+
 GAUSSIAN_RELEASE_DELTA = 1e-5
 
 
@@ -849,6 +893,7 @@ TARGETS: tuple[AuditTarget, ...] = (
     AuditTarget("laplace route (regression, centred products, add/remove)", 1.0, 0.0, 200_000,
                 _centred_release("linear_regression", REGRESSION_AUDIT_BOUNDS, REGRESSION_AUDIT_ROWS,
                                  REGRESSION_AUDIT_NEIGHBOUR, n_features=3)),
+    AuditTarget("laplace route (group means mu[idx], by group, replace)", 1.0, 0.0, 200_000, _grouped_release),
     AuditTarget("laplace route (regression, Gaussian noise with δ, add/remove)", 1.0, GAUSSIAN_RELEASE_DELTA, 200_000,
                 _gaussian_regression_release),
     AuditTarget("OPS draw (discretised beta-Bernoulli)", 1.0, 0.0, 2_000_000, _ops_draw, events="exact",

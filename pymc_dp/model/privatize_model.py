@@ -317,7 +317,7 @@ def _statistics_likelihoods(
     return {name: partial(build, name) for name in stats}
 
 
-def group_variable_name(name: str, dim: str | None, g: int) -> str:
+def group_variable_name(name: str, dim: str | None, g: int | str) -> str:
     """The prefix of group ``g``'s latent variables (count, noise mixing, covariate model): ``y_county_3``."""
     return f"{name}_{dim or 'group'}_{g}"
 
@@ -591,7 +591,14 @@ def privatize_model(
         )
         with ledger.spend_planned(plan.entries(), what="privatising the model's observed variables") as scratch:
             private = plan.release(scratch, rng)
-    return replace(private, ledger=ledger, statistics={k: replace(v, ledger=ledger) for k, v in private.statistics.items()})
+    return replace(private, ledger=ledger, statistics={k: _with_ledger(v, ledger) for k, v in private.statistics.items()})
+
+
+def _with_ledger(stats: PrivateStatistics | GroupedStatistics, ledger: PrivacyLedger) -> Any:
+    """``stats`` (every group's part of a grouped release) pointing at ``ledger``."""
+    if isinstance(stats, GroupedStatistics):
+        return replace(stats, parts=tuple(replace(p, ledger=ledger) for p in stats.parts))
+    return replace(stats, ledger=ledger)
 
 
 @dataclass(frozen=True)
@@ -624,7 +631,8 @@ class PrivatizationPlan:
         stats = {
             name: (release_grouped if isinstance(p, GroupedPrepared) else release_statistics)(
                 p, self.shares[name], ledger=ledger, rng=rng,
-                assumptions=declared + _likelihood_note(name, self.noise_aware[name], p.family, p.bounds))
+                assumptions=declared + _likelihood_note(name, self.noise_aware[name], p.family, p.bounds,
+                                                        p.dim if isinstance(p, GroupedPrepared) else False))
             for name, p in self.prepared.items()
         }
         new_model, dropped = _rebuild_without_records(
@@ -667,16 +675,20 @@ def _warn_degenerate_plug_in(model: Any, stats: Mapping[str, PrivateStatistics],
         )
 
 
-def _likelihood_note(name: str, noise_aware: bool, family: Any = None, bounds: Any = None) -> tuple[str, ...]:
+def _likelihood_note(name: str, noise_aware: bool, family: Any = None, bounds: Any = None,
+                     group_dim: str | None | bool = False) -> tuple[str, ...]:
     """What the ledger says of the likelihood (a public choice: family, relation, bounds and the caller's flag).
 
-    A plug-in likelihood reads the release as exact; a noise-aware regression models its covariates.
+    A plug-in likelihood reads the release as exact; a noise-aware regression models its covariates (by
+    group, with ``group_dim`` given: None for a group index without a dim).
     """
     if noise_aware:
         if family is not None and family.name == "linear_regression":
             lo, hi = family.box(bounds)
-            mixing = f", {name}_x_mixing" if int(np.sum(lo[:-1] != hi[:-1])) > 1 else ""
-            return (COVARIATE_ASSUMPTION.format(name=name, mixing=mixing),)
+            prefix = name if group_dim is False else group_variable_name(name, group_dim, "<g>")
+            mixing = f", {prefix}_x_mixing" if int(np.sum(lo[:-1] != hi[:-1])) > 1 else ""
+            note = COVARIATE_ASSUMPTION.format(name=prefix, mixing=mixing).replace(repr(prefix), repr(name), 1)
+            return (note + ("" if group_dim is False else ", in each group g"),)
         return ()
     return (f"plug-in likelihood for {name!r}: the released statistics are read as if exact (the posterior "
             "ignores the noise, and is over-confident where the noise is comparable to the statistics)",)
