@@ -43,8 +43,22 @@ def group_factor(neighbouring: str) -> float:
     return 2.0 if relation(neighbouring) == "replace" else 1.0
 
 
+class _ByGroup:
+    """What every group's part shares: the family and the bounds."""
+
+    parts: tuple[Any, ...]
+
+    @property
+    def family(self) -> Any:
+        return self.parts[0].family
+
+    @property
+    def bounds(self) -> Mapping[str, Any]:
+        return self.parts[0].bounds
+
+
 @dataclass(frozen=True)
-class GroupedPrepared:
+class GroupedPrepared(_ByGroup):
     """Exact statistics of every group, each prepared under add/remove (never leave the curator)."""
 
     parts: tuple[PreparedStatistics, ...]
@@ -54,14 +68,6 @@ class GroupedPrepared:
     name: str
     #: records whose group index named no group (outside 0..G−1): left out, counted for the curator only
     dropped: int = field(default=0, repr=False)
-
-    @property
-    def family(self) -> Any:
-        return self.parts[0].family
-
-    @property
-    def bounds(self) -> Mapping[str, Any]:
-        return self.parts[0].bounds
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -107,26 +113,15 @@ class GroupedPrepared:
     def release_event(self, epsilon: float) -> dict[str, Any]:
         return {"type": "laplace", "noise_multiplier": 1.0 / float(epsilon)}
 
-    def group_name(self, g: int) -> str:
-        return f"{self.name}[{self.labels[g]}]"
-
 
 @dataclass(frozen=True)
-class GroupedStatistics:
+class GroupedStatistics(_ByGroup):
     """The released statistics of every group (one ledger entry paid for all of them)."""
 
     parts: tuple[PrivateStatistics, ...]
     labels: tuple[str, ...]
     dim: str | None
     name: str
-
-    @property
-    def family(self) -> Any:
-        return self.parts[0].family
-
-    @property
-    def bounds(self) -> Mapping[str, Any]:
-        return self.parts[0].bounds
 
     @property
     def entry_id(self) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .regression import _strip
+from .regression import _strip, leaf_value
 
 __all__ = ["GroupIndex", "group_index_of", "group_view", "observed_group_view"]
 
@@ -44,17 +44,8 @@ class GroupIndex:
 
 def _index_values(var: Any, records: int) -> np.ndarray | None:
     """The values of a per-record integer data leaf (NumPy constant or ``pm.Data``), else None."""
-    from pytensor.compile.sharedvalue import SharedVariable
-    from pytensor.graph.basic import Constant
-
-    var = _strip(var)
-    if isinstance(var, Constant):
-        value = np.asarray(var.data)
-    elif isinstance(var, SharedVariable) and var.owner is None and hasattr(var, "get_value"):
-        value = np.asarray(var.get_value(borrow=True))
-    else:
-        return None
-    if value.ndim != 1 or value.shape[0] != records or value.dtype.kind not in "iu":
+    value = leaf_value(var)
+    if value is None or value.ndim != 1 or value.shape[0] != records or value.dtype.kind not in "iu":
         return None
     return value
 

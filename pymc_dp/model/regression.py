@@ -43,19 +43,23 @@ def _strip(var: Any) -> Any:
     return var
 
 
-def _data(var: Any, records: int) -> np.ndarray | None:
-    """The values of a data leaf with one row per record (NumPy constant or pm.Data), else None."""
+def leaf_value(var: Any) -> np.ndarray | None:
+    """The values of a data leaf (a NumPy constant or ``pm.Data``, through pass-through wrappers), else None."""
     from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.graph.basic import Constant
 
     var = _strip(var)
     if isinstance(var, Constant):
-        value = np.asarray(var.data)
-    elif isinstance(var, SharedVariable) and var.owner is None and hasattr(var, "get_value"):
-        value = np.asarray(var.get_value(borrow=True))
-    else:
-        return None
-    if value.ndim not in (1, 2) or value.shape[0] != records or value.dtype.kind not in "biuf":
+        return np.asarray(var.data)
+    if isinstance(var, SharedVariable) and var.owner is None and hasattr(var, "get_value"):
+        return np.asarray(var.get_value(borrow=True))
+    return None
+
+
+def _data(var: Any, records: int) -> np.ndarray | None:
+    """The values of a data leaf with one row per record (NumPy constant or pm.Data), else None."""
+    value = leaf_value(var)
+    if value is None or value.ndim not in (1, 2) or value.shape[0] != records or value.dtype.kind not in "biuf":
         return None
     return value.astype(float).reshape(records, -1)
 
