@@ -137,6 +137,80 @@ def test_a_group_index_naming_no_group_is_left_out_and_counted_for_the_curator()
     idx = model["group"].get_value().copy()
     idx[:4] = 7  # no such county
     model["group"].set_value(idx)
-    with pytest.warns(UserWarning, match="4 of 300 record.* group index outside 0..2"):
+    with pytest.warns(UserWarning, match="4 of 300 record.* group index outside -3..2"):
         prepared = plan_privatization(model, 1.0).prepared["y"]
     assert sum(p.n for p in prepared.parts) == 296 and prepared.n == 300
+
+
+def test_a_negative_group_index_counts_from_the_end_as_pymc_reads_it():
+    model = bernoulli_by_group(300, seed=7)
+    idx = model["group"].get_value().copy()
+    idx[idx == 2] = -1  # PyMC's rate[-1] is the last county's
+    model["group"].set_value(idx)
+    prepared = plan_privatization(model, 1.0).prepared["y"]
+    assert [p.n for p in prepared.parts] == [int(np.sum(idx == 0)), int(np.sum(idx == 1)), int(np.sum(idx == -1))]
+
+
+def test_groups_with_different_statistics_are_charged_the_largest_groups_sensitivity():
+    """A public number of trials by group (Binomial n = 1, 100, 100) gives the groups different Δ: the release
+    charges the largest, doubled under replace-one (a record moving into a 100-trial group moves it by 100)."""
+    rng = np.random.default_rng(8)
+    idx = rng.integers(0, 3, 60)
+    trials = np.array([1, 100, 100])
+    with pm.Model(coords={"county": GROUPS}) as model:
+        p = pm.Beta("p", 1.0, 1.0, dims="county")
+        pm.Binomial("y", n=pm.math.constant(trials)[idx], p=p[idx], observed=rng.binomial(trials[idx], 0.3))
+    prepared = plan_privatization(model, 1.0).prepared["y"]
+    assert [q.sensitivity for q in prepared.parts] == [1.0, 100.0, 100.0]
+    assert prepared.sensitivity == 200.0
+    ledger = pmdp.PrivacyLedger()
+    private = pmdp.privatize_model(model, 1.0, ledger=ledger, rng=1)
+    assert ledger.entries[0].details["scale"] == pytest.approx(200.0)
+    assert all(q.scale == pytest.approx(200.0) for q in private.statistics["y"].parts)
+
+
+def test_a_parameter_computed_from_the_records_is_refused_by_group_and_without():
+    rng = np.random.default_rng(9)
+    x, idx = rng.uniform(0.0, 1.0, 12), rng.integers(0, 3, 12)
+    for grouped in (False, True):
+        with pm.Model(coords={"county": GROUPS}) as model:
+            lam = pm.Exponential("lam", 1.0, dims="county")
+            rate = (lam[idx] if grouped else lam[0]) * pm.math.constant(x).sum()
+            pm.Poisson("y", rate, observed=rng.poisson(2.0, 12))
+        with pytest.raises(ValueError, match="parameter that depends on data"):
+            plan_privatization(model, 1.0, bounds={"y": {"upper": 10}})
+
+
+@pytest.mark.parametrize("first_group", [3, 4])
+def test_a_structural_refusal_says_nothing_of_a_groups_size(first_group):
+    """The refusal is made on no records first, so its words are the same whatever the groups' sizes."""
+    idx = np.array([0] * first_group + [1, 2])
+    with pm.Model(coords={"county": GROUPS}) as model:
+        a = pm.Normal("a", 0.0, 1.0, dims="county")
+        pm.Normal("y", a[idx][:, None], 1.0, observed=np.zeros((idx.size, 2)))
+    with pytest.raises(ValueError) as refused:
+        plan_privatization(model, 1.0, bounds={"y": {"x": (-1.0, 1.0)}})
+    assert "(0, 2)" in str(refused.value) and f"({first_group}, 2)" not in str(refused.value)
+
+
+def test_the_groups_likelihood_is_one_vectorised_term_equal_to_the_sum_over_groups():
+    """The record-free model's density is the groups' likelihoods summed; the vectorised form (one graph for all
+    groups) gives the same number as the plain sum at the initial point and at a moved one."""
+    from pymc_dp.model import group_index
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kept = group_index.sum_of_group_terms
+        vectorised = pmdp.privatize_model(varying_intercepts(600), 1.0, bounds=REGRESSION_BOUNDS, rng=1).model
+        import sys
+
+        module = sys.modules["pymc_dp.model.privatize_model"]
+        module.sum_of_group_terms = lambda terms: __import__("pytensor.tensor").tensor.add(*terms)
+        try:
+            plain = pmdp.privatize_model(varying_intercepts(600), 1.0, bounds=REGRESSION_BOUNDS, rng=1).model
+        finally:
+            module.sum_of_group_terms = kept
+    point = vectorised.initial_point()
+    moved = {k: v + 0.1 for k, v in point.items()}
+    for at in (point, moved):
+        assert vectorised.compile_logp()(at) == pytest.approx(plain.compile_logp()(at), rel=1e-10)

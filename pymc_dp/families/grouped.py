@@ -8,13 +8,13 @@ over groups:
 
 * each group's statistics are released with the add/remove design of its family (the group's
   count among them: which group a record is in is private, so no group's size is public);
-* under add/remove, one record is added to (or removed from) one group: Δ = Δ_g, the
-  add/remove sensitivity of one group's release (the same for every group: the bounds are
-  shared);
+* under add/remove, one record is added to (or removed from) one group: Δ = max_g Δ_g, the
+  largest add/remove sensitivity of one group's release (the same for every group when the
+  bounds are shared; a public number of trials by group makes them differ);
 * under replace-one, a record may also change its group: group g loses a record and group h
-  gains one, each moving by at most Δ_g, so Δ = 2·Δ_g. A record kept in its group moves its
-  group's release by at most 2·Δ_g too (a removal and an addition). So the whole vector costs
-  ε with noise of scale 2·Δ_g/ε on every coordinate, whatever the number of groups.
+  gains one, moving by at most Δ_g + Δ_h, so Δ = 2·max_g Δ_g. A record kept in its group moves
+  its group's release by at most 2·Δ_g too (a removal and an addition). So the whole vector
+  costs ε with noise of scale Δ/ε on every coordinate, whatever the number of groups.
 
 Each group's part is then post-processed as that family's add/remove release at ε/2
 (replace-one) or ε (add/remove) would be: the same noise scale, so every likelihood of the
@@ -90,9 +90,15 @@ class GroupedPrepared(_ByGroup):
         return None
 
     @property
+    def group_sensitivity(self) -> float:
+        """The largest add/remove Δ of one group's release (groups may differ: a public number of trials by group)."""
+        return max(p.sensitivity for p in self.parts)
+
+    @property
     def sensitivity(self) -> float:
-        """Δ of the concatenated release: one group's add/remove Δ, doubled under replace-one (module docstring)."""
-        return group_factor(self.neighbouring) * self.parts[0].sensitivity
+        """Δ of the concatenated release: the largest group's add/remove Δ, doubled under replace-one (module
+        docstring: a record leaving group g for group h moves the release by at most Δ_g + Δ_h)."""
+        return group_factor(self.neighbouring) * self.group_sensitivity
 
     @property
     def delta(self) -> float:
@@ -102,9 +108,11 @@ class GroupedPrepared(_ByGroup):
     def offered_delta(self) -> float:
         return self.parts[0].offered_delta
 
-    def part_epsilon(self, epsilon: float) -> float:
-        """The ε at which one group's add/remove release has the noise scale of the whole release."""
-        return float(epsilon) / group_factor(self.neighbouring)
+    def part_epsilon(self, epsilon: float, part: PreparedStatistics | None = None) -> float:
+        """The ε at which one group's add/remove release (``part``; else the largest) has the whole release's noise
+        scale Δ/ε."""
+        own = self.group_sensitivity if part is None else part.sensitivity
+        return float(epsilon) * own / self.sensitivity
 
     def mechanism(self, epsilon: float) -> str:
         """Always ``"laplace"``: the concatenated release takes continuous Laplace noise (pure ε-DP)."""
@@ -152,7 +160,7 @@ def release_grouped(prepared: GroupedPrepared, epsilon: float, *, ledger: Privac
     exact = [np.atleast_1d(p.exact if p.exact_released is None else p.exact_released) for p in parts]
     part_eps = prepared.part_epsilon(eps)
     details = prepared.design.ledger_details(prepared.names, part_eps) if prepared.design is not None else {}
-    details = {**details, "groups": len(parts), "group_dim": prepared.dim, "group_sensitivity": parts[0].sensitivity}
+    details = {**details, "groups": len(parts), "group_dim": prepared.dim, "group_sensitivity": prepared.group_sensitivity}
     if prepared.offered_delta:
         details["delta_not_used"] = (f"delta={prepared.offered_delta:g} was allowed; a release by group is pure ε-DP "
                                      "and spends no δ")
@@ -168,5 +176,6 @@ def release_grouped(prepared: GroupedPrepared, epsilon: float, *, ledger: Privac
     for part, values in zip(parts, exact):
         chunk = released[start:start + values.size]
         start += values.size
-        out.append(statistics_from_release(part, chunk, part_eps, scale, entry, ledger, "laplace"))
+        out.append(statistics_from_release(part, chunk, prepared.part_epsilon(eps, part), scale, entry, ledger,
+                                           "laplace"))
     return GroupedStatistics(parts=tuple(out), labels=prepared.labels, dim=prepared.dim, name=prepared.name)

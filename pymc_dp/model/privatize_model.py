@@ -35,7 +35,7 @@ from ..accounting.curator import curator_report
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths, n_is_private, number_of_records_private
 from .covariate_model import COVARIATE_ASSUMPTION, NEW_COORDS_TAG, covariate_parameters, new_free_variable
-from .group_index import GroupIndex, _index_values, group_index_of, group_view, observed_group_view
+from .group_index import GroupIndex, _index_values, group_index_of, observed_group_view, sum_of_group_terms
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
 
@@ -167,24 +167,36 @@ def _prepare_variable(model: Any, rv: Any, name: str, records: np.ndarray, n_rec
     """
     predictor = linear_regression_of(rv, n_records, model.free_RVs, dim_lengths(model))
     if predictor is not None:
+        if neighbouring == "add_remove" and rows is None:  # N is private: refusals are made on no records
+            _prepare_regression(name, predictor, records, var_bounds, neighbouring, budget,
+                                np.zeros(n_records, dtype=bool), part)
         return _prepare_regression(name, predictor, records, var_bounds, neighbouring, budget, rows, part)
     try:
         family, params = family_of_dist(rv)
     except ValueError as err:
         unsupported.append(f"{name!r}: {err}")
         return None
-        leaves = data_leaves(
-            list(params.values()), blockers=model.free_RVs, record_counts=[n_records], public=dim_lengths(model)
+    leaves = data_leaves(
+        list(params.values()), blockers=model.free_RVs, record_counts=[n_records], public=dim_lengths(model)
+    )
+    if leaves:
+        raise ValueError(
+            f"observed variable {name!r} has a parameter that depends on data "
+            f"({', '.join(describe_leaf(v) for v in leaves)}), e.g. a per-record mean in a GLM. "
+            "The Laplace route needs one set of parameters for all records, or a linear regression "
+            "(pm.Normal with mu = intercept + X @ beta and one sigma), which it recognises, or parameters "
+            "indexed by one group index (a[group_idx]). For this likelihood use method='ops' or 'gibbs' with "
+            "loglik_clip=(lower, upper), or method='saa'."
         )
-        if leaves:
-            raise ValueError(
-                f"observed variable {rv.name!r} has a parameter that depends on data "
-                f"({', '.join(describe_leaf(v) for v in leaves)}), e.g. a per-record mean in a GLM. "
-                "The Laplace route needs one set of parameters for all records, or a linear regression "
-                "(pm.Normal with mu = intercept + X @ beta and one sigma), which it recognises, or parameters "
-                "indexed by one group index (a[group_idx]). For this likelihood use method='ops' or 'gibbs' with "
-                "loglik_clip=(lower, upper), or method='saa'."
-            )
+    if neighbouring == "add_remove" and rows is None:  # N is private: refusals are made on no records (below)
+        _prepare_family(family, name, records, np.zeros(n_records, dtype=bool), var_bounds, neighbouring, budget,
+                        part)
+    return _prepare_family(family, name, records, rows, var_bounds, neighbouring, budget, part)
+
+
+def _prepare_family(family: Any, name: str, records: np.ndarray, rows: np.ndarray | None, var_bounds: Any,
+                    neighbouring: str, budget: tuple[float, float], part: str | None) -> Any:
+    """:func:`prepare_statistics` of ``records`` (its ``rows``) for ``family``, refusals named after the variable."""
     try:
         noise = noise_for(family, var_bounds, neighbouring, *budget)
         return prepare_statistics(
@@ -202,10 +214,13 @@ def _prepare_grouped(model: Any, rv: Any, records: np.ndarray, n_records: int, g
                      neighbouring: str, budget: tuple[float, float]) -> GroupedPrepared:
     """Every group's statistics, each prepared under add/remove (:mod:`pymc_dp.families.grouped`).
 
-    A record whose index names no group (outside 0..G−1; PyMC itself would fail on it) is left out
-    and counted for the curator only.
+    A negative index counts from the end, as NumPy's and PyMC's indexing does (−1: the last group); a
+    record whose index names no group (outside −G..G−1, where PyMC itself would fail) is left out and
+    counted for the curator only. Every refusal is first made on no records at all, so that none
+    depends on the size of a group.
     """
     index = np.asarray(_index_values(groups.leaf, n_records))
+    index = np.where((index < 0) & (index >= -groups.size), index + groups.size, index)  # a[-1]: the last group
     parts, unsupported = [], []
     labels = tuple(groups.label(g) for g in range(groups.size))
     for g in range(groups.size):
@@ -213,6 +228,9 @@ def _prepare_grouped(model: Any, rv: Any, records: np.ndarray, n_records: int, g
             view = observed_group_view(rv, n_records, g)
         except ValueError as err:
             raise ValueError(f"observed variable {rv.name!r}: {err}. Nothing was spent.") from None
+        if g == 0:  # refusals made on no records, so that none can depend on a group's size (private)
+            _prepare_variable(model, view, rv.name, records, n_records, var_bounds, "add_remove", (budget[0], 0.0),
+                              [], rows=np.zeros(n_records, dtype=bool), part=labels[g])
         part = _prepare_variable(model, view, rv.name, records, n_records, var_bounds, "add_remove",
                                  (budget[0], 0.0), unsupported, rows=index == g, part=labels[g])
         if part is None:
@@ -224,7 +242,8 @@ def _prepare_grouped(model: Any, rv: Any, records: np.ndarray, n_records: int, g
         parts.append(part if budget[1] == 0.0 else replace(part, offered_delta=budget[1]))
     dropped = int(np.sum((index < 0) | (index >= groups.size)))
     if dropped:
-        curator_report(f"{rv.name}: {dropped} of {n_records} record(s) have a group index outside 0..{groups.size - 1} "
+        curator_report(f"{rv.name}: {dropped} of {n_records} record(s) have a group index outside "
+                       f"{-groups.size}..{groups.size - 1} "
                        "and were left out (this count is for you, the curator; it is not released).",
                        ClippedRecordsWarning, stacklevel=4)
     return GroupedPrepared(parts=tuple(parts), labels=labels, dim=groups.dim, neighbouring=neighbouring, name=rv.name,
@@ -311,7 +330,7 @@ def _statistics_likelihoods(
             terms = [build_one(group_variable_name(name, s.dim, g), part, observed_group_view(node.inputs[0], rows, g),
                                rows, free, sizes, new_outputs, noise_aware[name])
                      for g, part in enumerate(s.parts)]
-            return terms[0] if len(terms) == 1 else pt.add(*terms)
+            return sum_of_group_terms(terms)
         return build_one(name, s, node.inputs[0], rows, free, sizes, new_outputs, noise_aware[name])
 
     return {name: partial(build, name) for name in stats}
@@ -748,8 +767,7 @@ def plan_privatization(
 def _placeholder(prepared: Any, epsilon: float) -> PrivateStatistics | GroupedStatistics:
     """Statistics of the right family and shape whose values read no record (zeros, projected)."""
     if isinstance(prepared, GroupedPrepared):
-        part_epsilon = prepared.part_epsilon(epsilon)
-        return GroupedStatistics(parts=tuple(_placeholder(p, part_epsilon) for p in prepared.parts),
+        return GroupedStatistics(parts=tuple(_placeholder(p, prepared.part_epsilon(epsilon, p)) for p in prepared.parts),
                                  labels=prepared.labels, dim=prepared.dim, name=prepared.name)
     fam = prepared.family
     public_n = prepared.n if prepared.neighbouring == "replace" else None

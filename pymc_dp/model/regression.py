@@ -61,7 +61,7 @@ def _data(var: Any, records: int) -> np.ndarray | None:
     value = leaf_value(var)
     if value is None or value.ndim not in (1, 2) or value.shape[0] != records or value.dtype.kind not in "biuf":
         return None
-    return value.astype(float).reshape(records, -1)
+    return value.astype(float).reshape(records, value.shape[1] if value.ndim == 2 else 1)
 
 
 def _undim(var: Any) -> Any:
