@@ -47,7 +47,7 @@ test: $(STAMP)
 # runs the whole default suite there.
 SECONDARY_TESTS ?= tests/test_routes.py tests/test_trace.py tests/test_leaks.py tests/test_cli.py \
 	tests/test_gallery.py tests/test_laplace_route.py tests/test_measurements_route.py \
-	tests/test_regression_recognition.py tests/test_ops.py tests/test_saa.py tests/test_step_contract.py \
+	tests/test_regression_recognition.py tests/test_grouped_release.py tests/test_ops.py tests/test_saa.py tests/test_step_contract.py \
 	tests/test_step_methods.py tests/test_records.py tests/test_ledger_integrity.py \
 	tests/test_ledger_failure.py tests/test_accounting.py tests/test_noise_sources.py \
 	tests/test_secure_default.py tests/test_warlogs_demo.py tests/test_examples.py tests/test_noise_aware_counts.py \
