@@ -214,3 +214,27 @@ def test_the_groups_likelihood_is_one_vectorised_term_equal_to_the_sum_over_grou
     moved = {k: v + 0.1 for k, v in point.items()}
     for at in (point, moved):
         assert vectorised.compile_logp()(at) == pytest.approx(plain.compile_logp()(at), rel=1e-10)
+
+
+def test_a_group_glm_is_refused_in_words_that_say_why_and_hold_no_size():
+    """A logistic regression by group is not read by the Laplace route: the refusal says what is, and quotes no
+    shape (the records' number, private under add/remove and for each group)."""
+    rng = np.random.default_rng(10)
+    idx, x = rng.integers(0, 3, 300), rng.uniform(0.0, 1.0, 300)
+    with pm.Model(coords={"county": GROUPS}) as model:
+        a = pm.Normal("a", 0.0, 1.0, dims="county")
+        pm.Bernoulli("y", logit_p=a[idx] + pm.Normal("b") * x, observed=(x > 0.5).astype(int))
+    with pytest.raises(ValueError, match="a GLM's per-record covariates") as refused:
+        plan_privatization(model, 1.0)
+    assert "300" not in str(refused.value) and "county" in str(refused.value)
+
+
+def test_a_non_centred_group_vector_keeps_its_dim():
+    """a = mu_a + sigma_a * z with z's dims: the groups are still named by the county dim (ledger and trace names)."""
+    idx = np.random.default_rng(11).integers(0, 3, 200)
+    with pm.Model(coords={"county": GROUPS}) as model:
+        z = pm.Normal("z", 0.0, 1.0, dims="county")
+        a = pm.Deterministic("a", pm.Normal("mu_a") + pm.HalfNormal("sigma_a") * z, dims="county")
+        pm.Bernoulli("y", p=pm.math.sigmoid(a)[idx], observed=idx % 2)
+    prepared = plan_privatization(model, 1.0).prepared["y"]
+    assert prepared.dim == "county" and prepared.labels == GROUPS

@@ -91,6 +91,8 @@ def group_index_of(params: Sequence[Any], records: int, blockers: Sequence[Any],
     for operand, _ in found:
         length = operand.type.shape[0]
         if length is None:
+            length = _dim_length(operand, model, blockers)
+        if length is None:
             try:
                 length = int(operand.shape[0].eval())
             except Exception:  # a length that depends on data or cannot be computed: not a group vector
@@ -102,19 +104,41 @@ def group_index_of(params: Sequence[Any], records: int, blockers: Sequence[Any],
         )
     leaf = next(iter(leaves.values()))
     size = lengths.pop()
-    dim, labels = _dim_of(found[0][0], size, model)
+    dim, labels = _dim_of(found[0][0], size, model, blockers)
     return GroupIndex(leaf=leaf, size=size, dim=dim, labels=labels)
 
 
-def _dim_of(operand: Any, size: int, model: Any) -> tuple[str | None, tuple[str, ...]]:
-    """The dim (and its labels) of the indexed vector, where the model names one."""
+def _named_dims(operand: Any, model: Any, blockers: Sequence[Any]) -> list[str]:
+    """The one dim of the indexed vector, or of the model's vectors it is built from (a non-centred
+    ``a = mu_a + sigma_a * z`` has z's), nearest first."""
+    from ._graph import ancestors
+
     if model is None:
-        return None, ()
-    var = _strip(operand)
-    dims = getattr(model, "named_vars_to_dims", {}).get(getattr(var, "name", None) or "", ())
-    if len(dims) == 1 and dims[0] is not None:
-        labels = tuple(str(v) for v in (model.coords.get(dims[0]) or ()))
-        return dims[0], labels if len(labels) == size else ()
+        return []
+    named = getattr(model, "named_vars_to_dims", {})
+    found = []
+    for var in [_strip(operand), *ancestors([operand], blockers=list(blockers))]:
+        dims = named.get(getattr(var, "name", None) or "", ())
+        if len(dims) == 1 and dims[0] is not None and var.type.ndim == 1 and dims[0] not in found:
+            found.append(dims[0])
+    return found
+
+
+def _dim_length(operand: Any, model: Any, blockers: Sequence[Any]) -> int | None:
+    """The length of the indexed vector's dim (public, read from the model without compiling anything)."""
+    for dim in _named_dims(operand, model, blockers):
+        length = getattr(model, "dim_lengths", {}).get(dim)
+        if length is not None and hasattr(length, "get_value"):
+            return int(length.get_value())
+    return None
+
+
+def _dim_of(operand: Any, size: int, model: Any, blockers: Sequence[Any] = ()) -> tuple[str | None, tuple[str, ...]]:
+    """The dim (and its labels) of the indexed vector, where the model names one of that length."""
+    for dim in _named_dims(operand, model, blockers):
+        labels = tuple(str(v) for v in (model.coords.get(dim) or ()))
+        if len(labels) == size:
+            return dim, labels
     return None, ()
 
 

@@ -10,6 +10,7 @@ post-processing of the privatised statistics, and its cost does not grow with N.
 
 from __future__ import annotations
 
+import re
 import warnings
 from functools import partial
 from dataclasses import dataclass, field, replace
@@ -174,7 +175,10 @@ def _prepare_variable(model: Any, rv: Any, name: str, records: np.ndarray, n_rec
     try:
         family, params = family_of_dist(rv)
     except ValueError as err:
-        unsupported.append(f"{name!r}: {err}")
+        reason = str(err)
+        if neighbouring == "add_remove":  # N (or a group's size) is private: no shape in the refusal's words
+            reason = re.sub(r"static shape \([^)]*\)", "a shape that follows the records", reason)
+        unsupported.append(f"{name!r}: {reason}")
         return None
     leaves = data_leaves(
         list(params.values()), blockers=model.free_RVs, record_counts=[n_records], public=dim_lengths(model)
@@ -236,8 +240,11 @@ def _prepare_grouped(model: Any, rv: Any, records: np.ndarray, n_records: int, g
         if part is None:
             raise ValueError(
                 f"observed variable {rv.name!r} is indexed by group ({groups.dim or 'a per-record index'}), but the "
-                f"likelihood of one group's records is not one the Laplace route knows: {unsupported[0]}. Use "
-                "method='ops' or 'gibbs' with loglik_clip=(lower, upper), or method='saa'. Nothing was spent."
+                f"likelihood of one group's records is not one the Laplace route knows: {unsupported[0].rstrip('.')}. "
+                "Within a group its parameters must be shared by the group's records (rate[idx], mu[idx], sigma) or "
+                "form a linear regression (pm.Normal with mu = a[idx] + X @ beta); a GLM's per-record covariates "
+                "(logit_p = a[idx] + b * x) are not read here. Use method='ops' or 'gibbs' with "
+                "loglik_clip=(lower, upper), or method='saa'. Nothing was spent."
             )
         parts.append(part if budget[1] == 0.0 else replace(part, offered_delta=budget[1]))
     dropped = int(np.sum((index < 0) | (index >= groups.size)))

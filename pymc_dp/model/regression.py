@@ -153,7 +153,7 @@ def _terms(var: Any, sign: float = 1.0) -> list[tuple[float, Any]]:
 
 def _describe(term: Any, records: int) -> str:
     """What a term the recogniser cannot read looks like, in the model's own words (no data values)."""
-    from pytensor.graph.basic import ancestors
+    from ._graph import ancestors
 
     if _columns(term, records) is not None:
         return "a per-record offset (data added without a coefficient)"
