@@ -239,3 +239,19 @@ def test_a_non_centred_group_vector_keeps_its_dim():
         pm.Bernoulli("y", p=pm.math.sigmoid(a)[idx], observed=idx % 2)
     prepared = plan_privatization(model, 1.0).prepared["y"]
     assert prepared.dim == "county" and prepared.labels == GROUPS
+
+
+def test_an_ordinal_likelihood_by_group_is_a_histogram_by_group():
+    """pm.OrderedLogistic(eta=a[idx]) shares its category probabilities within a group: each group's release is the
+    histogram of its own records (its Deterministic y_probs is not added once per group)."""
+    import pytensor.tensor as pt
+
+    rng = np.random.default_rng(12)
+    idx, y = rng.integers(0, 3, 200), rng.integers(0, 3, 200)
+    with pm.Model(coords={"county": GROUPS}) as model:
+        eta = pm.Normal("a", 0.0, 1.0, dims="county")[idx]
+        pm.OrderedLogistic("y", eta=eta, cutpoints=pt.as_tensor([-1.0, 1.0]), observed=y)
+    prepared = plan_privatization(model, 1.0).prepared["y"]
+    assert prepared.family.name == "categorical"
+    for g, part in enumerate(prepared.parts):
+        assert np.array_equal(part.exact[:3], np.bincount(y[idx == g], minlength=3))

@@ -154,6 +154,7 @@ def group_view(outputs: Sequence[Any], records: int, g: int) -> list[Any]:
         Where an operation cannot take the scalar (the index is used other than to select a
         group's parameters).
     """
+    from pymc.model.fgraph import ModelVar
     from pytensor.tensor.elemwise import DimShuffle
 
     memo: dict[Any, Any] = {}
@@ -170,6 +171,8 @@ def group_view(outputs: Sequence[Any], records: int, g: int) -> list[Any]:
             inputs = [view(i) for i in node.inputs]
             if all(a is b for a, b in zip(inputs, node.inputs)):
                 out = var
+            elif isinstance(node.op, ModelVar):  # a named model variable (a Deterministic): its group's value,
+                out = inputs[0]                   # unnamed, so that no name is added once per group
             elif (isinstance(node.op, DimShuffle) or type(node.op).__name__ == "SpecifyShape") \
                     and inputs[0].type.ndim < node.inputs[0].type.ndim:
                 out = inputs[0]
