@@ -1,6 +1,9 @@
 """The measurements route of ``pmdp.sample``: a private algorithm's measurements released once, then free sampling.
 
-For a logistic regression (``pm.Bernoulli`` with ``logit_p = [a +] X @ beta``), which
+For any GLM (the ``newton`` engine, :mod:`pymc_dp.model.score_measurements`) the
+log-likelihood's score and information are released at a few public points, and the copy of
+the model conditions on the last release through the one-step likelihood. For a logistic
+regression (the ``gradients`` engine) (``pm.Bernoulli`` with ``logit_p = [a +] X @ beta``), which
 the Laplace route cannot privatise, the noisy-gradient heuristic's gradient sums are
 released (and, unless public covariate rows are given, the covariates' second
 moment), and the copy of the model samples the posterior given those releases with
@@ -16,6 +19,7 @@ from typing import Any, Mapping
 
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..model.privatize_logistic import LogisticPrivatization, plan_logistic_privatization
+from ..model.score_measurements import ScorePrivatization, plan_score_privatization
 from ..trace import check_release_plan
 from .base import Ran, RoutePlan, check_initvals, check_step_model, public_names
 from .laplace import sample_released
@@ -29,13 +33,15 @@ class MeasurementsPlan(RoutePlan):
     """The measurements route, validated and priced: the releases to draw and the model to sample."""
 
     draws: int = 1000
-    privatization: LogisticPrivatization | None = None
+    privatization: LogisticPrivatization | ScorePrivatization | None = None
     noise_rng: Any = None
     pm_kwargs: Mapping[str, Any] = field(default_factory=dict)
     _scratch: PrivacyLedger | None = None
 
     @property
     def what(self) -> str:
+        if isinstance(self.privatization, ScorePrivatization):
+            return "releasing a GLM's score and information"
         return "releasing a logistic regression's noisy gradients"
 
     @property
@@ -52,6 +58,26 @@ class MeasurementsPlan(RoutePlan):
         return [replace(e, details={"route": "measurements", **e.details}) for e in spent]
 
 
+#: The gradients engine's own options, and their defaults: giving one of them picks that engine under "auto".
+_GRADIENT_OPTIONS = {"features": "measured", "feature_share": 0.2, "iterations": 10, "learning_rate": 10.0,
+                     "covariance": "auto", "noise": "auto"}
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if isinstance(default, str):
+        return isinstance(value, str) and value == default
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == default
+
+
+def _engine(options: Measurements) -> str:
+    if options.engine not in ("auto", "newton", "gradients"):
+        raise ValueError(f"engine must be 'auto', 'newton' or 'gradients', got {options.engine!r}.")
+    if options.engine != "auto":
+        return options.engine
+    given = [k for k, default in _GRADIENT_OPTIONS.items() if not _is_default(getattr(options, k), default)]
+    return "gradients" if given else "newton"
+
+
 def plan_measurements(
     model: Any, draws: int, epsilon: float | None, options: Measurements, ledger: PrivacyLedger | None,
     neighbouring: str | None, pm_kwargs: Mapping[str, Any],
@@ -62,11 +88,15 @@ def plan_measurements(
     check_step_model(pm_kwargs, True, "measurements", "one whose records are replaced by the released measurements")
     ledger = resolve_ledger(ledger, neighbouring)
     public = public_names(options.public)
-    privatization = plan_logistic_privatization(
-        model, epsilon, bounds=options.bounds, features=options.features, feature_share=options.feature_share,
-        iterations=options.iterations, learning_rate=options.learning_rate, covariance=options.covariance,
-        noise=options.noise, public=public, neighbouring=ledger.neighbouring,
-    )
+    if _engine(options) == "gradients":
+        privatization = plan_logistic_privatization(
+            model, epsilon, bounds=options.bounds, features=options.features, feature_share=options.feature_share,
+            iterations=options.iterations, learning_rate=options.learning_rate, covariance=options.covariance,
+            noise=options.noise, public=public, neighbouring=ledger.neighbouring,
+        )
+    else:
+        privatization = plan_score_privatization(model, epsilon, bounds=options.bounds, rounds=options.rounds,
+                                                 public=public, neighbouring=ledger.neighbouring)
     check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring, public)
     check_initvals(model, pm_kwargs.get("initvals"))
     return MeasurementsPlan(

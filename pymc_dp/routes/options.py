@@ -64,19 +64,35 @@ class Laplace(RouteOptions):
 class Measurements(RouteOptions):
     """``method="measurements"``: release a private algorithm's measurements once, sample the noise-aware posterior.
 
-    For a logistic regression, ``pm.Bernoulli("y", logit_p=[a +] X @ beta, observed=y)``
-    ([WM10] §4.1): the noisy-gradient heuristic's T gradient sums are released
-    (:func:`pymc_dp.noisy_gradient_logistic`), and the model's weights are inferred from
-    them, the unseen records integrated out (:mod:`pymc_dp.model.privatize_logistic`).
+    Two engines:
+
+    * ``"newton"`` — any GLM (:mod:`pymc_dp.model.score_measurements`): a univariate
+      likelihood (Poisson, negative binomial, Gamma, Binomial, Bernoulli, Normal, Student-t, ...)
+      whose parameters are links of linear predictors ``[a +] X @ beta`` and scalars shared by
+      the records. The log-likelihood's score and information are released at a few public
+      points (private Newton steps), and the model conditions on the last release through the
+      one-step likelihood, noise included.
+    * ``"gradients"`` — a logistic regression, ``pm.Bernoulli("y", logit_p=[a +] X @ beta)``
+      ([WM10] §4.1): the noisy-gradient heuristic's T gradient sums are released
+      (:func:`pymc_dp.noisy_gradient_logistic`), and the weights are inferred from them, the
+      unseen records integrated out (:mod:`pymc_dp.model.privatize_logistic`).
+
     Sampling afterwards is free.
 
     Parameters
     ----------
     bounds
-        ``{observed variable: {"x": (lo, hi)}}``: every covariate's range (one pair, or
-        arrays with one entry per covariate); rows outside are clipped. Required.
+        ``{observed variable: {"x": (lo, hi), "y": (lo, hi)}}``: every covariate's range (one
+        pair, or arrays with one entry per covariate) and the outcome's (not needed for a
+        Bernoulli, nor a Binomial with a constant ``n``); records outside are clipped. Required.
+    engine
+        ``"auto"`` (default): ``"gradients"`` when one of its own options below is given,
+        else ``"newton"``; or either by name.
+    rounds
+        The newton engine's releases: ``rounds − 1`` pilot points, then the final one
+        (default 4; the final takes 60 % of ε).
     features
-        The covariates' distribution, which the likelihood integrates over: an (M, k)
+        (gradients engine) The covariates' distribution, which the likelihood integrates over: an (M, k)
         array of public covariate rows (k covariates, no intercept column), or
         ``"measured"`` (default): ``feature_share`` of ε buys a Laplace release of their
         mean and covariance, and a Gaussian with those moments stands in.
@@ -98,6 +114,8 @@ class Measurements(RouteOptions):
 
     method: ClassVar[str] = "measurements"
     bounds: Mapping[str, Mapping[str, Any]] | None = None
+    engine: str = "auto"
+    rounds: int = 4
     features: Any = "measured"
     feature_share: float = 0.2
     iterations: int = 10

@@ -1,0 +1,213 @@
+"""Private Newton steps: a log-likelihood's score and information released at a few public points.
+
+For a likelihood that is a sum of per-record terms ℓ_i(φ) of a small parameter vector φ, the
+curator releases, at a point φ_t that is itself public (the prior's centre, or a function of
+earlier releases):
+
+* the score ``g_t = Σ_i clip(∇ℓ_i(φ_t), C_g)`` (d numbers), and
+* the information's upper triangle ``h_t = Σ_i clip(vech −∇²ℓ_i(φ_t), C_H)`` (d(d+1)/2 numbers),
+
+each with Laplace noise scaled to its clip (L1 norm per record: Δ = 2C under replace-one, C
+under add/remove). The next point is a Newton step on the released numbers, regularised by a
+Gaussian summary of the prior — post-processing, free. After the last round the released
+score and information give the one-step likelihood a noise-aware posterior conditions on
+(:mod:`pymc_dp.model.score_measurements`): with the point within a few posterior standard
+deviations of the truth, ``g ≈ I (φ − φ_t) + N(0, I)`` plus the noise, whatever the
+likelihood (the classical one-step estimator).
+
+Clipping each record's terms is what makes the release private, whatever the clips are: the
+clips only decide how much noise is added and how many records are cut (counted for the
+curator only). They are computed from public quantities at each point (see
+:func:`pymc_dp.model.score_measurements`).
+
+The whole run is reserved on the ledger before the first draw (one entry per kind of
+release: pilot scores, pilot information, final score, final information).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..accounting.curator import curator_report
+from ..accounting.event_types import LaplaceEvent
+from .noise import _require_ledger, resolve_noise_source
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..accounting import LedgerEntry, PrivacyLedger
+
+__all__ = ["NewtonRound", "NewtonRun", "NewtonSchedule", "private_newton", "clip_rows_l1", "vech", "unvech"]
+
+
+def vech(matrices: np.ndarray) -> np.ndarray:
+    """The upper triangles (diagonal included) of a stack of symmetric d × d matrices, row by row."""
+    d = matrices.shape[-1]
+    rows, cols = np.triu_indices(d)
+    return matrices[..., rows, cols]
+
+
+def unvech(values: np.ndarray, d: int) -> np.ndarray:
+    """The symmetric d × d matrix whose upper triangle is ``values`` (the inverse of :func:`vech`)."""
+    out = np.zeros((d, d))
+    rows, cols = np.triu_indices(d)
+    out[rows, cols] = values
+    out[cols, rows] = values
+    return out
+
+
+def clip_rows_l1(rows: np.ndarray, bound: float) -> tuple[np.ndarray, int]:
+    """Each row scaled into the L1 ball of radius ``bound``; rows that were not finite become 0. Returns the rows
+    and how many were changed (for the curator only)."""
+    finite = np.all(np.isfinite(rows), axis=1)
+    rows = np.where(finite[:, None], rows, 0.0)
+    norms = np.abs(rows).sum(axis=1)
+    factor = np.minimum(1.0, bound / np.maximum(norms, 1e-300))
+    return rows * factor[:, None], int((~finite).sum() + (norms > bound).sum())
+
+
+@dataclass(frozen=True)
+class NewtonSchedule:
+    """How ε is spent over ``rounds`` releases: the last takes ``final_share`` of ε; the pilot rounds before it share
+    the rest evenly. Within a round ``score_share`` (pilots) or ``final_score_share`` (last) of its ε
+    goes to the score, the rest to the information."""
+
+    rounds: int = 4
+    final_share: float = 0.6
+    score_share: float = 0.5
+    final_score_share: float = 0.75
+
+    def budgets(self, epsilon: float) -> list[tuple[float, float]]:
+        """(ε of the score, ε of the information) of each round, in order."""
+        final = epsilon if self.rounds == 1 else epsilon * self.final_share
+        pilots = [epsilon * (1 - self.final_share) / (self.rounds - 1)] * (self.rounds - 1)
+        return ([(float(e) * self.score_share, float(e) * (1 - self.score_share)) for e in pilots]
+                + [(final * self.final_score_share, final * (1 - self.final_score_share))])
+
+
+@dataclass(frozen=True)
+class NewtonRound:
+    """One round's public numbers: the point, the released score and information, their noise scales and clips."""
+
+    point: np.ndarray
+    score: np.ndarray
+    information: np.ndarray
+    score_scale: float
+    information_scale: float
+    score_clip: float
+    information_clip: float
+
+
+@dataclass(frozen=True)
+class NewtonRun:
+    """Every round of :func:`private_newton`, and the entries recorded."""
+
+    rounds: tuple[NewtonRound, ...]
+    entries: tuple[Any, ...] = ()
+
+    @property
+    def final(self) -> NewtonRound:
+        return self.rounds[-1]
+
+
+def _absolute(matrix: np.ndarray) -> np.ndarray:
+    """The symmetric matrix with ``matrix``'s eigenvectors and the absolute values of its eigenvalues: far from the
+    parameters the information may have negative curvature, and a step along it must still be a moderate ascent."""
+    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
+    return (vectors * np.abs(values)) @ vectors.T
+
+
+def newton_step(point: np.ndarray, score: np.ndarray, information: np.ndarray, prior_mean: np.ndarray,
+                prior_precision: np.ndarray, bound_step: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """The next point: a Newton step on the released score and information with the prior's Gaussian summary,
+    shortened by ``bound_step`` (a trust region; all post-processing of released numbers)."""
+    info = _absolute(information) + np.diag(prior_precision)
+    step = np.linalg.solve(info, score - prior_precision * (point - prior_mean))
+    return point + bound_step(step)
+
+
+def entries_for(epsilons: Sequence[tuple[float, float]], neighbouring: str, touched: str,
+                assumptions: Sequence[str], details: dict, noise_source: str = "none") -> list["LedgerEntry"]:
+    """The ledger entries of a run with these per-round budgets: each round's score and information."""
+    from ..accounting import LedgerEntry
+
+    out = []
+
+    def add(eps: float, count: int, what: str) -> None:
+        out.append(LedgerEntry("laplace", eps, count=count, event=LaplaceEvent(noise_multiplier=1.0 / eps),
+                               neighbouring=neighbouring, touched=f"{touched}: {what}", noise_source=noise_source,
+                               assumptions=tuple(assumptions), details=dict(details)))
+
+    for t, (eps_score, eps_info) in enumerate(epsilons[:-1]):
+        add(eps_score, 1, f"score at pilot point {t + 1}")
+        add(eps_info, 1, f"information at pilot point {t + 1}")
+    add(epsilons[-1][0], 1, "score at the final point")
+    add(epsilons[-1][1], 1, "information at the final point")
+    return out
+
+
+def private_newton(
+    per_record: Callable[[np.ndarray], Iterable[tuple[np.ndarray, np.ndarray]]],
+    clips: Callable[[np.ndarray], tuple[float, float]],
+    *,
+    start: np.ndarray,
+    prior_mean: np.ndarray,
+    prior_precision: np.ndarray,
+    bound_step: Callable[[np.ndarray], np.ndarray],
+    epsilon: float,
+    schedule: NewtonSchedule,
+    ledger: "PrivacyLedger",
+    rng: Any = None,
+    touched: str = "score and information",
+    assumptions: Sequence[str] = (),
+    details: dict | None = None,
+) -> NewtonRun:
+    """Run the private Newton rounds (see the module docstring) and charge ``ledger``.
+
+    Parameters
+    ----------
+    per_record
+        ``per_record(point)`` yields chunks ``(scores, information)`` of the records' terms at
+        ``point``: (n, d) per-record gradients and (n, d(d+1)/2) upper triangles of the per-record
+        negative Hessians. Chunks let large data sets pass in pieces.
+    clips
+        ``clips(point)``: the L1 clips (C_g, C_H) at ``point``, computed from public quantities.
+    start, prior_mean, prior_precision, bound_step
+        The first point, the Gaussian summary of the prior, and the trust region that shortens a
+        pilot step (all public).
+    epsilon, schedule
+        The total ε and how the rounds divide it (:class:`NewtonSchedule`).
+    """
+    ledger = _require_ledger(ledger)
+    source = resolve_noise_source(rng)
+    factor = 2.0 if ledger.neighbouring == "replace" else 1.0
+    budgets = schedule.budgets(float(epsilon))
+    planned = entries_for(budgets, ledger.neighbouring, touched, assumptions,
+                          {**(details or {}), "rounds": len(budgets)}, noise_source=source.name)
+    d = int(np.size(start))
+    point = np.asarray(start, dtype=float).copy()
+    rounds: list[NewtonRound] = []
+    cut = 0
+    with ledger.reserve(planned) as reservation:
+        for t, (eps_score, eps_info) in enumerate(budgets):
+            c_score, c_info = clips(point)
+            score_sum, info_sum = np.zeros(d), np.zeros(d * (d + 1) // 2)
+            for scores, infos in per_record(point):
+                scores, a = clip_rows_l1(np.asarray(scores, dtype=float), c_score)
+                infos, b = clip_rows_l1(np.asarray(infos, dtype=float), c_info)
+                cut += max(a, b)
+                score_sum += scores.sum(axis=0)
+                info_sum += infos.sum(axis=0)
+            b_score, b_info = factor * c_score / eps_score, factor * c_info / eps_info
+            score = source.add_laplace(score_sum, b_score)
+            info = unvech(source.add_laplace(info_sum, b_info), d)
+            rounds.append(NewtonRound(point.copy(), score, info, b_score, b_info, c_score, c_info))
+            point = newton_step(point, score, info, prior_mean, prior_precision, bound_step)
+        clips_used = [[float(r.score_clip), float(r.information_clip)] for r in rounds]
+        recorded = reservation.commit([replace(e, details={**e.details, "clips (score, information) by round": clips_used})
+                                       for e in planned])
+    if cut:
+        curator_report(f"{cut} record term(s) had a score or information beyond the round's clip and were scaled "
+                       "into it (the count is for the curator only: it is not released).", UserWarning, stacklevel=3)
+    return NewtonRun(tuple(rounds), tuple(recorded))

@@ -1,0 +1,290 @@
+"""Reading a generalised linear model off a PyMC graph, and its per-record score and information.
+
+A likelihood is read as a GLM when its observed variable is univariate and each of its
+parameters is
+
+* a **constant** (``n=10`` trials, a fixed ``nu``),
+* a **nuisance**: a scalar function of the model's parameters only, shared by every record
+  (``sigma``, a negative binomial's ``alpha``, a Gamma's shape), or
+* an **elementwise function of linear predictors and nuisances**: ``mu=pm.math.exp(a + X @ b)``,
+  ``logit_p=a + b * x``, ``beta=alpha / pm.math.exp(eta)``; each predictor a sum of ``X @ beta``,
+  ``b * x`` and scalar terms as the regression recogniser reads it
+  (:func:`pymc_dp.model.regression._linear_predictor`), ``X`` data with one row per record.
+
+The link is whatever the model writes: the graph between the predictors and the likelihood's
+parameters is kept as it is. The parameters φ of the score are the predictors' coefficients and
+the nuisances, each nuisance on its unconstrained scale where it is a free variable with a
+transform (``log sigma``), so a quadratic in φ fits the log-likelihood well.
+
+Per-record derivatives are exact and vectorised: the predictors and nuisances are replaced by
+per-record inputs (η_i, u_i), so the gradient of the summed log-density with respect to them is
+each record's own partial derivative (the likelihood is elementwise in the records); the chain
+rule through the design rows gives each record's score and information in φ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["GlmStructure", "Predictor", "read_glm", "RecordDerivatives"]
+
+
+@dataclass
+class Predictor:
+    """A linear predictor in the graph: its node, its records' design (N × d, an intercept column last), its
+    coefficients (a model expression) and column labels."""
+
+    node: Any
+    design: np.ndarray = field(repr=False)
+    coefficients: Any
+    has_intercept: bool
+    columns: tuple = ()
+
+    @property
+    def size(self) -> int:
+        return int(self.design.shape[1])
+
+
+@dataclass
+class GlmStructure:
+    """The predictors and nuisances of a GLM likelihood (see the module docstring)."""
+
+    rv: Any
+    predictors: list[Predictor]
+    nuisances: list[Any]
+
+    @property
+    def dimension(self) -> int:
+        return sum(p.size for p in self.predictors) + len(self.nuisances)
+
+    @property
+    def covariates(self) -> int:
+        return sum(p.size - p.has_intercept for p in self.predictors)
+
+    def labels(self, transform_of: Callable[[Any], Any]) -> list[str]:
+        """A readable name per coordinate of φ: the coefficients' model names, ``intercept``, ``log sigma``."""
+        out = []
+        for j, p in enumerate(self.predictors):
+            suffix = f"[{j}]" if len(self.predictors) > 1 else ""
+            for name, dim, k in p.columns:
+                out.append(f"{name}[{k}]" if name else f"coefficient{suffix}[{k}]")
+            if p.has_intercept:
+                out.append("intercept" + suffix)
+        for v in self.nuisances:
+            name = getattr(v, "name", None) or "nuisance"
+            transform = transform_of(v)
+            out.append(f"{getattr(transform, 'name', 'transformed')} {name}" if transform is not None else name)
+        return out
+
+    def parameters(self, transform_of: Callable[[Any], Any]) -> Any:
+        """φ as one vector expression of the model's variables: coefficients, then the nuisances (unconstrained)."""
+        import pytensor.tensor as pt
+
+        parts = [pt.cast(p.coefficients, "float64") for p in self.predictors]
+        for v in self.nuisances:
+            transform = transform_of(v)
+            value = transform.forward(v, *_rv_of(v).owner.inputs) if transform is not None else v
+            parts.append(pt.cast(value, "float64")[None])
+        return pt.concatenate(parts)
+
+
+def _rv_of(var: Any) -> Any:
+    """The random variable behind a free variable (itself in a model, the wrapped one in a model's graph form)."""
+    from pymc.model.fgraph import ModelValuedVar
+
+    if var.owner is not None and isinstance(var.owner.op, ModelValuedVar):
+        return var.owner.inputs[0]
+    return var
+
+
+def _elementwise(var: Any) -> bool:
+    from pytensor.tensor.elemwise import DimShuffle, Elemwise
+
+    return var.owner is not None and isinstance(var.owner.op, (Elemwise, DimShuffle))
+
+
+def read_glm(rv: Any, records: int, blockers: Sequence[Any], public: Sequence[Any],
+             why: list[str] | None = None) -> GlmStructure | None:
+    """The :class:`GlmStructure` of the observed variable ``rv``, or None (with the reason appended to ``why``).
+
+    ``blockers`` are the model's free variables and ``public`` its dims' lengths (as for the regression
+    recogniser); ``records`` is the number of records.
+    """
+    from ..families.base import dist_params
+    from ._graph import ancestors, data_leaves
+    from .regression import _describe, _linear_predictor, _strip, _undim
+
+    why = why if why is not None else []
+    if getattr(rv.owner.op, "ndim_supp", 0) != 0:
+        why.append("its likelihood is multivariate (a row per record), not a GLM's")
+        return None
+    blockers, public = list(blockers), list(public)
+    free = set(blockers)
+    context = (blockers, public)
+    predictors: list[Predictor] = []
+    nuisances: list[Any] = []
+
+    def has_parameters(var: Any) -> bool:
+        return any(a in free for a in ancestors([var], blockers))
+
+    def record_free(var: Any) -> bool:
+        return not data_leaves([var], blockers=blockers, record_counts=[records], public=public)
+
+    def deepest(var: Any) -> Any:
+        var = _undim(_strip(var))
+        while var not in free and _elementwise(var):
+            moving = [i for i in var.owner.inputs if has_parameters(i)]
+            if len(moving) != 1:
+                break
+            var = _undim(_strip(moving[0]))
+        return var
+
+    def read(var: Any) -> bool:
+        base = _strip(var)
+        if not has_parameters(base):
+            if record_free(base):
+                return True  # a constant
+            why.append(_describe(base, records) + " enters the likelihood outside a linear predictor")
+            return False
+        if record_free(base):
+            inner = deepest(base)
+            if inner.type.ndim != 0:
+                why.append(f"a parameter vector shared by the records ({getattr(inner, 'name', None) or 'unnamed'}) "
+                           "enters the likelihood: only scalars (sigma, alpha, a shape) are read")
+                return False
+            if not any(inner is n for n in nuisances):
+                nuisances.append(inner)
+            return True
+        found = _linear_predictor(base, context, records)
+        if found is not None:
+            if not any(base is p.node for p in predictors):
+                X, beta, intercept, columns = found
+                predictors.append(Predictor(base, X, beta, intercept, columns))
+            return True
+        if _elementwise(base):
+            return all(read(i) for i in base.owner.inputs)
+        why.append(_describe(base, records) + " is neither a linear predictor ([a +] X @ beta, b * x), an elementwise "
+                   "function of one, nor a parameter shared by the records")
+        return False
+
+    if not all(read(p) for p in dist_params(rv)):
+        return None
+    if not predictors:
+        why.append("no parameter of its likelihood is a function of a linear predictor (X @ beta or b * x with data "
+                   "of one row per record)")
+        return None
+    return GlmStructure(rv, predictors, nuisances)
+
+
+def _without_fixed_shapes(var: Any) -> Any:
+    """``var`` with the records' count dropped from its shape assertions, so any number of records (a chunk, the
+    bounds' corners) can be passed."""
+    from pytensor.graph.replace import clone_replace
+    from pytensor.tensor.shape import SpecifyShape
+
+    from ._graph import ancestors
+
+    fixed = {v: v.owner.inputs[0] for v in ancestors([var]) if v.owner is not None and isinstance(v.owner.op, SpecifyShape)}
+    return clone_replace([var], replace=fixed, rebuild_strict=False)[0] if fixed else var
+
+
+class RecordDerivatives:
+    """Each record's score and information in φ for a :class:`GlmStructure` of a model's observed variable.
+
+    ``model`` supplies the nuisances' transforms. Call with a point φ and records (y, designs) to get the
+    per-record scores (n, d) and upper triangles of the per-record information −∇²ℓ_i (n, d(d+1)/2).
+    """
+
+    def __init__(self, structure: GlmStructure, transform_of: Callable[[Any], Any]):
+        import pymc as pm
+        import pytensor
+        import pytensor.tensor as pt
+        try:  # PyTensor >= 3: Rop is called pushforward
+            from pytensor.gradient import pushforward as _push
+
+            def pushforward(f: Any, wrt: Any, v: Any) -> Any:
+                return _push(f, wrt, v, disconnected_outputs="ignore", return_disconnected="zero")
+        except ImportError:  # pragma: no cover - PyTensor 2.38
+            from pytensor.gradient import Rop
+
+            def pushforward(f: Any, wrt: Any, v: Any) -> Any:
+                return Rop(f, wrt, v, disconnected_outputs="ignore", return_disconnected="zero")
+
+        from ..families.base import dist_params
+        from pytensor.graph.replace import clone_replace
+
+        self.structure = structure
+        m, q = len(structure.predictors), len(structure.nuisances)
+        etas = [pt.dvector(f"eta_{j}") for j in range(m)]
+        units = [pt.dscalar(f"u_{k}") for k in range(q)]
+        replace = {p.node: e for p, e in zip(structure.predictors, etas)}
+        for v, u in zip(structure.nuisances, units):
+            transform = transform_of(v)
+            value = transform.backward(u, *_rv_of(v).owner.inputs) if transform is not None else u
+            replace[v] = pt.cast(value, v.dtype)
+        rv = structure.rv
+        observed = pt.dvector("y")
+        params = clone_replace(dist_params(rv), replace=replace, rebuild_strict=False)
+        new_rv = rv.owner.op(*params, size=None, rng=rv.owner.inputs[0])  # no fixed number of records
+        terms = pm.logp(new_rv, pt.cast(observed, rv.dtype) if rv.dtype.startswith("int") else observed,
+                        warn_rvs=False)
+        terms = _without_fixed_shapes(terms)
+        # Forward-mode derivatives: along η (elementwise in the records) and along a shared u they are each
+        # record's own partial derivative, a vector over the records.
+        locals_ = etas + units
+        units_of = [pt.ones_like(e) for e in etas] + [pt.constant(1.0) for _ in units]
+
+        def along(expr: Any, a: int) -> Any:
+            return pushforward(expr, locals_[a], units_of[a])
+
+        first = [along(terms, a) for a in range(m + q)]
+        second = [along(first[a], b) for a in range(m + q) for b in range(m + q)]
+        self._fn = pytensor.function([observed, *locals_], [terms, *first, *second], on_unused_input="ignore")
+        self.local_size = m + q
+        self.dimension = structure.dimension
+
+    def _jacobian(self, designs: Sequence[np.ndarray]) -> np.ndarray:
+        """(n, p, d): each record's local parameters (η per predictor, u per nuisance) as linear maps of φ."""
+        n = designs[0].shape[0]
+        out = np.zeros((n, self.local_size, self.dimension))
+        col = 0
+        for j, X in enumerate(designs):
+            out[:, j, col:col + X.shape[1]] = X
+            col += X.shape[1]
+        for k in range(self.local_size - len(designs)):
+            out[:, len(designs) + k, col + k] = 1.0
+        return out
+
+    def __call__(self, point: np.ndarray, y: np.ndarray, designs: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        from ..mechanisms.private_newton import vech
+
+        point = np.asarray(point, dtype=float)
+        n, p = len(y), self.local_size
+        args, col = [], 0
+        for X in designs:
+            args.append(X @ point[col:col + X.shape[1]])
+            col += X.shape[1]
+        for k in range(p - len(designs)):
+            args.append(np.float64(point[col + k]))
+        with np.errstate(all="ignore"):
+            out = self._fn(np.asarray(y, dtype=float), *args)
+        terms, first, second = out[0], np.stack(out[1:1 + p], axis=1), np.stack(out[1 + p:], axis=1).reshape(n, p, p)
+        bad = ~np.isfinite(terms)
+        A = self._jacobian(designs)
+        with np.errstate(all="ignore"):
+            scores = np.einsum("np,npd->nd", first, A)
+            information = -np.einsum("npq,npd,nqe->nde", second, A, A)
+        scores[bad] = np.nan  # a record outside the likelihood's support: its terms are set to 0 when clipped
+        information = vech(information)
+        information[bad] = np.nan
+        return scores, information
+
+    def chunks(self, point: np.ndarray, y: np.ndarray, designs: Sequence[np.ndarray],
+               size: int = 20_000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The records' derivatives at ``point`` in chunks of ``size`` records."""
+        for start in range(0, len(y), size):
+            stop = start + size
+            yield self(point, y[start:stop], [X[start:stop] for X in designs])

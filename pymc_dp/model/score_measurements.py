@@ -1,0 +1,385 @@
+"""The privacy flag on any generalised linear model: private Newton measurements, then the one-step posterior.
+
+A GLM (:mod:`pymc_dp.model.glm_structure`: a Poisson, negative binomial, Gamma, Binomial,
+Bernoulli, Normal, Student-t ... likelihood whose parameters are links of linear predictors
+``[a +] X @ beta`` and shared scalars) has no finite set of sufficient statistics, but near any
+point φ_t its log-likelihood is a quadratic whose coefficients are two sums over the records: the
+score and the information. :func:`pymc_dp.mechanisms.private_newton.private_newton` releases them
+at a few public points (pilot Newton steps on the releases, then a final point), and the
+record-free copy of the model conditions on the last release:
+
+    g ~ Normal(I δ, I + Σ_noise + (2 b_H² ‖δ‖² + ¼ κ² ‖δ‖⁴) 𝟙),   δ = φ − φ_t,
+
+``I`` the released information, Σ_noise the score's Laplace noise (moment-matched), then the
+information's own noise acting on the step and an allowance for what the quadratic leaves out
+(κ: how fast the released information changed between the last two points). With φ_t within a few posterior standard deviations
+of the truth — what the pilot rounds are for — this is the classical one-step likelihood: the
+posterior is as wide as the data and the noise make it. Every prior and Deterministic of the model
+stays; sampling reads only the release.
+
+What it needs: every covariate's range and the outcome's (``bounds={"y": {"x": (lo, hi), "y": (lo,
+hi)}}``; a Bernoulli's outcome needs none, a Binomial's with a constant ``n`` neither). Records are
+clipped into the box (counted for the curator only), and each record's score and information are
+clipped at the largest L1 norm any point of the box reaches at the round's point (computed from the
+bounds and the point alone, so public): clipping, not the box, is what makes the release private.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..accounting import LedgerEntry, PrivacyLedger
+from ..accounting.curator import curator_report
+from ..accounting.validation import check_epsilon
+from ..families import ClippedRecordsWarning
+from ..mechanisms.private_newton import NewtonRound, NewtonRun, NewtonSchedule, entries_for, private_newton, vech
+from .glm_structure import GlmStructure, RecordDerivatives, read_glm
+
+__all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ONE_STEP_LIKELIHOOD",
+           "FarFromPilotWarning"]
+
+#: What the ledger's details say of the likelihood the release is read with (an approximation of the inference,
+#: not a condition of the privacy guarantee).
+ONE_STEP_LIKELIHOOD = (
+    "the likelihood is the one-step (quadratic) approximation of the log-likelihood at the last measured point, "
+    "with the noise moment-matched by a Gaussian: accurate when that point lies within a few posterior standard "
+    "deviations of the parameters (a warning says when the release suggests otherwise)"
+)
+
+#: Box points at which the clips are computed: all corners up to this many covariates, else a public sample.
+_CORNER_COVARIATES = 10
+_SAMPLED_POINTS = 2048
+_PRIOR_DRAWS = 2000
+
+#: The largest move of a linear predictor (anywhere in the box) or of a nuisance (unconstrained) in one pilot step.
+TRUST_REGION = 1.0
+
+
+class FarFromPilotWarning(UserWarning):
+    """The last release says the measured point was far from the parameters: the one-step likelihood may be poor."""
+
+
+@dataclass(frozen=True)
+class PrivateScore:
+    """What :meth:`ScorePrivatization.release` made: the record-free model and the rounds it rests on."""
+
+    model: Any
+    run: NewtonRun
+
+
+def _transform_of(model: Any) -> Callable[[Any], Any]:
+    def transform_of(var: Any) -> Any:
+        from pymc.model.fgraph import ModelValuedVar
+
+        if var.owner is not None and isinstance(var.owner.op, ModelValuedVar):
+            return var.owner.op.transform
+        return model.rvs_to_transforms.get(var) if model is not None else None
+
+    return transform_of
+
+
+@dataclass(frozen=True)
+class ScorePrivatization:
+    """A validated privatisation of one GLM observed variable, priced; nothing drawn yet."""
+
+    model: Any
+    name: str
+    structure: GlmStructure = field(repr=False)
+    derivatives: RecordDerivatives = field(repr=False)
+    outcomes: np.ndarray = field(repr=False)
+    designs: tuple[np.ndarray, ...] = field(repr=False)
+    outcome_range: tuple[float, float]
+    lower: tuple[np.ndarray, ...]
+    upper: tuple[np.ndarray, ...]
+    labels: tuple[str, ...]
+    prior_mean: np.ndarray
+    prior_scale: np.ndarray
+    epsilon: float
+    schedule: NewtonSchedule
+    public: frozenset[str]
+    neighbouring: str = "replace"
+
+    def _details(self) -> dict:
+        return {"algorithm": "private Newton (score and information)", "parameters": list(self.labels),
+                "likelihood": ONE_STEP_LIKELIHOOD}
+
+    def _assumptions(self) -> tuple[str, ...]:
+        from .privatize_model import public_assumption
+
+        return (public_assumption(sorted(self.public)),) if self.public else ()
+
+    def entries(self) -> list[LedgerEntry]:
+        """What :meth:`release` charges: pilot scores and information, then the final ones."""
+        return entries_for(self.schedule.budgets(self.epsilon), self.neighbouring, f"{self.name}: GLM",
+                           self._assumptions(), self._details())
+
+    def _box_points(self) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Public points of the declared box: outcomes and design rows at the corners (or a seeded sample of them)
+        and inside."""
+        rng = np.random.default_rng(0)
+        lo_y, hi_y = self.outcome_range
+        spans = [(lo[:-1], hi[:-1]) if p.has_intercept else (lo, hi)
+                 for p, lo, hi in zip(self.structure.predictors, self.lower, self.upper)]
+        k = sum(len(lo) for lo, _ in spans)
+        if k <= _CORNER_COVARIATES:
+            corners = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(float)
+        else:
+            corners = rng.integers(0, 2, size=(_SAMPLED_POINTS, k)).astype(float)
+        interior = rng.uniform(size=(_SAMPLED_POINTS // 4, k))
+        unit = np.vstack([corners, interior])
+        ys = np.array([lo_y, (lo_y + hi_y) / 2, hi_y])
+        if self.outcomes.dtype.kind in "iu" or np.all(np.mod(self.outcome_range, 1) == 0):
+            ys = np.unique(np.round(ys))
+        unit = np.repeat(unit, len(ys), axis=0)
+        y = np.tile(ys, len(unit) // len(ys))
+        designs, col = [], 0
+        for p, (lo, hi) in zip(self.structure.predictors, spans):
+            X = lo + unit[:, col:col + len(lo)] * (hi - lo)
+            col += len(lo)
+            designs.append(np.column_stack([X, np.ones(len(X))]) if p.has_intercept else X)
+        return y, designs
+
+    def clips(self, point: np.ndarray) -> tuple[float, float]:
+        """The L1 clips at ``point``: the largest norms of a record's score and information over the box's points."""
+        y, designs = self._box_points()
+        scores, info = self.derivatives(point, y, designs)
+        finite = np.all(np.isfinite(scores), axis=1) & np.all(np.isfinite(info), axis=1)
+        if not finite.any():
+            raise ValueError(f"no point of the box declared for {self.name!r} has a finite log-likelihood at the "
+                             "parameters being measured; check bounds= (nothing was spent for this round).")
+        return (max(float(np.abs(scores[finite]).sum(axis=1).max()), 1e-12),
+                max(float(np.abs(info[finite]).sum(axis=1).max()), 1e-12))
+
+    def bound_step(self, step: np.ndarray) -> np.ndarray:
+        """A pilot step shortened so that no linear predictor moves by more than :data:`TRUST_REGION` anywhere in
+        the box, nor a nuisance by more than that on its unconstrained scale (public: bounds and releases only)."""
+        step = np.asarray(step, dtype=float).copy()
+        col = 0
+        for lo, hi in zip(self.lower, self.upper):
+            size = len(lo)
+            reach = float(np.sum(np.abs(step[col:col + size]) * np.maximum(np.abs(lo), np.abs(hi))))
+            if reach > TRUST_REGION:
+                step[col:col + size] *= TRUST_REGION / reach
+            col += size
+        step[col:] = np.clip(step[col:], -TRUST_REGION, TRUST_REGION)
+        return step
+
+    def release(self, ledger: PrivacyLedger, rng: Any = None) -> PrivateScore:
+        """Draw the noise round by round (charging ``ledger``) and build the record-free model."""
+        run = private_newton(
+            lambda point: self.derivatives.chunks(point, self.outcomes, self.designs), self.clips,
+            start=self.prior_mean, prior_mean=self.prior_mean, prior_precision=1.0 / self.prior_scale**2,
+            bound_step=self.bound_step, epsilon=self.epsilon, schedule=self.schedule, ledger=ledger, rng=rng,
+            touched=f"{self.name}: GLM", assumptions=self._assumptions(), details=self._details(),
+        )
+        _warn_if_far(run.final, self.labels)
+        previous = run.rounds[-2] if len(run.rounds) > 1 else None
+        return PrivateScore(self._rebuild(run.final, previous), run)
+
+    def _rebuild(self, final: NewtonRound, previous: NewtonRound | None = None) -> Any:
+        from ._graph import dim_lengths  # noqa: F401  (the rebuilt graph's sizes come with the callback)
+        from .privatize_model import rebuild_with_likelihoods
+
+        rows = len(self.outcomes)
+        transform_of = _transform_of(None)
+
+        def likelihood(node: Any, free: list, sizes: list, new_outputs: list) -> Any:
+            structure = read_glm(node.inputs[0], rows, free, sizes)
+            return one_step_loglik(final, structure.parameters(transform_of), previous)
+
+        model, dropped = rebuild_with_likelihoods(self.model, {self.name: likelihood}, [rows], self.public)
+        if dropped:
+            warnings.warn("the private copy of the model left out Deterministic(s) of the records: "
+                          + ", ".join(sorted(dropped)), UserWarning, stacklevel=3)
+        return model
+
+    def rehearse(self) -> None:
+        """Build the record-free model once on a placeholder release (refusals happen before any spend)."""
+        d = self.structure.dimension
+        placeholder = NewtonRound(self.prior_mean, np.zeros(d), np.eye(d), 1.0, 1.0, 1.0, 1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._rebuild(placeholder)
+
+
+def curvature_change(previous: NewtonRound | None, final: NewtonRound) -> float:
+    """κ: how fast the released information changed between the last two points (Frobenius norm per unit step; 0
+    with one round). The one-step mean misses the expected score by about ½ κ ‖φ − φ_t‖² (the third derivative the
+    quadratic leaves out); the noise in both releases only makes κ larger, so the allowance errs wide."""
+    if previous is None:
+        return 0.0
+    step = float(np.linalg.norm(final.point - previous.point))
+    return float(np.linalg.norm(final.information - previous.information)) / max(step, 1e-12)
+
+
+def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound | None = None) -> Any:
+    """log N(g; I δ, I + Σ_g + (2 b_H² ‖δ‖² + ¼ κ² ‖δ‖⁴) 𝟙), δ = φ − φ_t, of the last round's release, as a tensor
+    of φ: the score's noise, the information's noise acting on δ, and the quadratic's own error
+    (:func:`curvature_change`)."""
+    import pytensor.tensor as pt
+    from pytensor.tensor.slinalg import cholesky, solve_triangular
+
+    d = len(final.score)
+    values, vectors = np.linalg.eigh((final.information + final.information.T) / 2)
+    information = (vectors * np.maximum(values, 0.0)) @ vectors.T
+    kappa = curvature_change(previous, final)
+    step = parameters - pt.constant(final.point)
+    mean = pt.dot(pt.constant(information), step)
+    distance = pt.sum(step**2)
+    cov = (pt.constant(information + 2.0 * final.score_scale**2 * np.eye(d))
+           + (2.0 * final.information_scale**2 * distance + 0.25 * kappa**2 * distance**2) * pt.eye(d))
+    L = cholesky(cov)
+    r = solve_triangular(L, pt.constant(final.score) - mean, lower=True)
+    return -0.5 * pt.sum(r**2) - pt.sum(pt.log(pt.diag(L))) - 0.5 * d * np.log(2 * np.pi)
+
+
+def _warn_if_far(final: NewtonRound, labels: Sequence[str]) -> None:
+    """Warn when the last release puts the parameters many standard errors from the measured point (released
+    numbers only)."""
+    d = len(final.score)
+    values, vectors = np.linalg.eigh((final.information + final.information.T) / 2)
+    information = (vectors * np.maximum(values, 1e-12 * max(values.max(), 1e-300))) @ vectors.T
+    cov = information + 2.0 * final.score_scale**2 * np.eye(d)
+    step = np.linalg.solve(information, final.score)
+    z = np.abs(step) / np.sqrt(np.diag(np.linalg.inv(information) @ cov @ np.linalg.inv(information)))
+    if np.any(z > 4.0):
+        worst = int(np.argmax(z))
+        warnings.warn(
+            f"the released score puts {labels[worst]} {z[worst]:.1f} standard errors from the point it was measured "
+            "at: the one-step likelihood may be inaccurate there. More pilot rounds (rounds=), more ε, or a prior "
+            "closer to the data help.", FarFromPilotWarning, stacklevel=4)
+
+
+def _outcome_range(rv: Any, given: Mapping[str, Any], name: str) -> tuple[float, float]:
+    from pytensor.graph.basic import Constant
+
+    from ..families.base import dist_params
+
+    op = getattr(rv.owner.op, "name", "")
+    if "y" in given:
+        lo, hi = (float(v) for v in given["y"])
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"bounds[{name!r}]['y'] must be finite with lo < hi, got {given['y']!r}.")
+        return lo, hi
+    if op == "bernoulli":
+        return 0.0, 1.0
+    if op == "binomial":
+        n = dist_params(rv)[0]
+        if isinstance(n, Constant) and np.size(n.data) == 1:
+            return 0.0, float(np.asarray(n.data).reshape(()))
+    raise ValueError(
+        f"observed variable {name!r} ({op or 'its likelihood'}) needs its outcome's range for the measurements "
+        f"route: declare bounds={{{name!r}: {{'x': (lo, hi), 'y': (lo, hi)}}}}; outcomes outside are clipped. "
+        "Nothing was spent."
+    )
+
+
+def _covariate_box(given: Mapping[str, Any], structure: GlmStructure, name: str) -> tuple[list, list]:
+    k = structure.covariates
+    if "x" not in given:
+        raise ValueError(
+            f"observed variable {name!r} is a GLM on {k} covariate(s): the score's sensitivity needs every "
+            f"covariate's range. Declare bounds={{{name!r}: {{'x': (lo, hi), 'y': (lo, hi)}}}} (x: one pair for all "
+            f"covariates, or arrays of {k}); rows outside are clipped. Nothing was spent."
+        )
+    try:
+        lo, hi = given["x"]
+        lo, hi = (np.broadcast_to(np.asarray(v, dtype=float), (k,)).copy() for v in (lo, hi))
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds[{name!r}]['x'] must be a (lo, hi) pair of numbers or of arrays of {k}, got "
+                         f"{given['x']!r}.") from None
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
+        raise ValueError(f"bounds[{name!r}]['x'] must be finite with lo < hi for every covariate, got {given['x']!r}.")
+    lows, highs, col = [], [], 0
+    for p in structure.predictors:
+        c = p.size - p.has_intercept
+        l_, h_ = lo[col:col + c], hi[col:col + c]
+        col += c
+        if p.has_intercept:
+            l_, h_ = np.r_[l_, 1.0], np.r_[h_, 1.0]
+        lows.append(l_)
+        highs.append(h_)
+    return lows, highs
+
+
+def _prior_summary(structure: GlmStructure, model: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The prior's median and a robust scale of φ (half the central 68 % range), from seeded prior draws (public)."""
+    import pymc as pm
+
+    draws = np.asarray(pm.draw(structure.parameters(_transform_of(model)), draws=_PRIOR_DRAWS, random_seed=0))
+    draws = draws[np.all(np.isfinite(draws), axis=1)]
+    q16, q50, q84 = np.quantile(draws, [0.16, 0.5, 0.84], axis=0)
+    return q50, np.clip((q84 - q16) / 2, 1e-3, 1e3)
+
+
+def plan_score_privatization(
+    model: Any, epsilon: float, *, bounds: Mapping[str, Any] | None, rounds: int = 4, public: Sequence[str] = (),
+    neighbouring: str = "replace",
+) -> ScorePrivatization:
+    """Validate the privacy flag on a GLM completely and price it; nothing is spent.
+
+    The model must observe one private variable whose likelihood reads as a GLM
+    (:func:`pymc_dp.model.glm_structure.read_glm`); other observed variables must be declared ``public``.
+    """
+    from ._graph import dim_lengths
+    from .privatize_model import _check_public, _observed_records
+
+    eps = check_epsilon(epsilon)
+    if neighbouring != "replace":
+        raise ValueError("the GLM measurements use replace-one neighbouring (N public); the ledger uses "
+                         f"{neighbouring!r}. Nothing was spent.")
+    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
+        raise ValueError(f"rounds must be a positive integer (pilot rounds plus the final one, e.g. 3), got {rounds!r}.")
+    public_names = _check_public(model, public)
+    private = [rv for rv in model.observed_RVs if rv.name not in public_names]
+    if len(private) != 1:
+        raise ValueError(
+            f"the GLM measurements privatise one observed variable, the model has {len(private)} private ones "
+            f"({[rv.name for rv in private]}); declare the others public=[...] or use another route."
+        )
+    rv = private[0]
+    outcomes = np.asarray(_observed_records(model, rv), dtype=float).reshape(-1)
+    why: list[str] = []
+    structure = read_glm(rv, outcomes.size, model.free_RVs, dim_lengths(model), why)
+    if structure is None:
+        raise ValueError(
+            f"observed variable {rv.name!r} is not a GLM the measurements route reads: {'; '.join(why)}. It takes a "
+            "univariate likelihood whose parameters are functions of linear predictors ([a +] X @ beta, b * x, X a "
+            "NumPy array or pm.Data with one row per record) and of scalars shared by the records."
+        )
+    given = bounds.get(rv.name) if bounds else None
+    unknown = sorted(set(bounds or {}) - {rv.name})
+    if unknown:
+        raise ValueError(f"bounds names {unknown}, which are not the private observed variable {rv.name!r}.")
+    if not isinstance(given, Mapping):
+        given = {}
+    lows, highs = _covariate_box(given, structure, rv.name)
+    lo_y, hi_y = _outcome_range(rv, given, rv.name)
+    transform_of = _transform_of(model)
+    derivatives = RecordDerivatives(structure, transform_of)
+    bad = ~np.isfinite(outcomes)
+    clipped_y = np.clip(np.where(bad, lo_y, outcomes), lo_y, hi_y)
+    designs, moved = [], bad.copy()
+    for p, lo, hi in zip(structure.predictors, lows, highs):
+        X = np.where(np.isfinite(p.design), p.design, (lo + hi) / 2)
+        clipped = np.clip(X, lo, hi)
+        moved |= np.any(clipped != p.design, axis=1)
+        designs.append(clipped)
+    moved |= clipped_y != outcomes
+    if moved.any():
+        curator_report(f"{int(moved.sum())} record(s) of {rv.name!r} lay outside the declared bounds (or were not "
+                       "finite) and were clipped into them (the count is for the curator only: it is not released).",
+                       ClippedRecordsWarning, stacklevel=4)
+    mean, scale = _prior_summary(structure, model)
+    plan = ScorePrivatization(
+        model=model, name=rv.name, structure=structure, derivatives=derivatives, outcomes=clipped_y,
+        designs=tuple(designs), outcome_range=(lo_y, hi_y), lower=tuple(lows), upper=tuple(highs),
+        labels=tuple(structure.labels(transform_of)), prior_mean=mean, prior_scale=scale, epsilon=eps,
+        schedule=NewtonSchedule(rounds=int(rounds)), public=public_names, neighbouring=neighbouring,
+    )
+    plan.rehearse()
+    return plan
