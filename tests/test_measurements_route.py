@@ -35,10 +35,11 @@ def _sample(model, ledger=None, epsilon=2.0, **kwargs):
 def test_auto_chooses_the_measurements_route_for_a_gallery_logistic_regression():
     ledger = PrivacyLedger()
     idata = _sample(logistic_regression(), ledger, bounds=BOUNDS, noise_rng=1, random_seed=1)
-    assert [e.details.get("route") for e in ledger.entries] == ["measurements", "measurements"]
-    # The T gradient sums at 0.8 ε, the covariates' moment at 0.2 ε: ε exactly.
+    # The newton engine: three pilot points and the final one, a score and an information each.
+    assert [e.details.get("route") for e in ledger.entries] == ["measurements"] * 8
     assert ledger.total().epsilon == pytest.approx(2.0)
-    assert ledger.entries[0].count == 10 and ledger.entries[0].epsilon == pytest.approx(0.16)
+    assert [e.epsilon for e in ledger.entries[-2:]] == pytest.approx([0.6 * 2.0 * 0.75, 0.6 * 2.0 * 0.25])
+    assert ledger.entries[0].details["parameters"] == ["beta[0]", "beta[1]", "intercept"]
     posterior = _compat.get_group(idata, "posterior")
     assert {"intercept", "beta"} <= set(posterior.data_vars)
     assert posterior["beta"].dims[-1] == "coef"
@@ -47,10 +48,21 @@ def test_auto_chooses_the_measurements_route_for_a_gallery_logistic_regression()
     assert pmdp.ledger(idata).total() == ledger.total()
 
 
+def test_the_gradients_engine_releases_the_noisy_gradient_heuristics_sums():
+    ledger = PrivacyLedger()
+    _sample(logistic_regression(), ledger, method="measurements", engine="gradients", bounds=BOUNDS, noise_rng=1,
+            random_seed=1)
+    assert [e.details.get("route") for e in ledger.entries] == ["measurements", "measurements"]
+    # The T gradient sums at 0.8 ε, the covariates' moment at 0.2 ε: ε exactly.
+    assert ledger.total().epsilon == pytest.approx(2.0)
+    assert ledger.entries[0].count == 10 and ledger.entries[0].epsilon == pytest.approx(0.16)
+
+
 def test_undeclared_bounds_are_refused_before_anything_is_spent():
     ledger = PrivacyLedger()
-    with pytest.raises(ValueError, match=r"bounds=\{'y': \{'x': \(lo, hi\)\}\}"):
-        _sample(logistic_regression(), ledger, method="measurements")
+    for engine in ("newton", "gradients"):
+        with pytest.raises(ValueError, match=r"bounds=\{'y': \{'x': \(lo, hi\)"):
+            _sample(logistic_regression(), ledger, method="measurements", engine=engine)
     assert len(ledger) == 0 and not ledger.reserved
 
 
@@ -58,7 +70,10 @@ def test_undeclared_bounds_are_refused_before_anything_is_spent():
     "options, match",
     [
         (dict(bounds={"y": {"x": (1.0, -1.0)}}), "lo < hi"),
-        (dict(bounds={"y": {"x": (-1, 1), "y": (0, 1)}}), "takes only 'x'"),
+        (dict(bounds={"y": {"x": (-1, 1), "y": (0, 1)}}, engine="gradients"), "takes only 'x'"),
+        (dict(bounds={"y": {"x": (-1, 1), "y": (1, 0)}}), "lo < hi"),
+        (dict(bounds=BOUNDS, engine="exact"), "engine must be"),
+        (dict(bounds=BOUNDS, rounds=0), "rounds must be a positive integer"),
         (dict(bounds={"z": {"x": (-1, 1)}}), "bounds names"),
         (dict(bounds=BOUNDS, features="uniform"), "'measured' or an array"),
         (dict(bounds=BOUNDS, features=np.zeros((10, 3))), r"\(M, 2\)"),
@@ -84,11 +99,20 @@ def _logistic(X, y):
     return model
 
 
+#: What a malformed record becomes on each engine: (label, covariates), None keeping the record's own. The gradients
+#: engine replaces a label other than 0/1 by the default record; the newton engine clips a finite label into [0, 1].
+_NEIGHBOUR = {
+    ("gradients", "label_two"): (0.0, 0.0), ("gradients", "label_minus_one"): (0.0, 0.0),
+    ("newton", "label_two"): (1.0, None), ("newton", "label_minus_one"): (0.0, None),
+}
+
+
+@pytest.mark.parametrize("engine", ["newton", "gradients"])
 @pytest.mark.parametrize("bad", ["label_two", "label_minus_one", "nan_covariate", "inf_covariate"])
-def test_a_malformed_record_is_replaced_by_the_default_record_not_refused(bad):
+def test_a_malformed_record_is_replaced_by_the_default_record_not_refused(bad, engine):
     # Refusing would say "some record is malformed" (and stopping the choice of route would too). The record
-    # becomes the default one, label 0 and the middle of the box: the call spends what it spends on the neighbour
-    # holding that record, and with the same seeds releases exactly the neighbour's trace.
+    # becomes the default one (label 0 and the middle of the box) or is clipped into the box: the call spends what
+    # it spends on the neighbour holding that record, and with the same seeds releases exactly the neighbour's trace.
     rng = np.random.default_rng(2)
     X, y = rng.uniform(-1, 1, size=(30, 2)), rng.binomial(1, 0.5, 30).astype(float)
     odd_X, odd_y = X.copy(), y.copy()
@@ -97,15 +121,19 @@ def test_a_malformed_record_is_replaced_by_the_default_record_not_refused(bad):
     else:
         odd_X[7, 1] = np.nan if bad == "nan_covariate" else np.inf
     near_X, near_y = X.copy(), y.copy()
-    near_X[7], near_y[7] = 0.0, 0.0  # the default record: label 0, the middle of bounds (-1, 1)
+    label, covariates = _NEIGHBOUR.get((engine, bad), (0.0, 0.0))
+    near_y[7] = label
+    if covariates is not None:
+        near_X[7] = covariates
     ours, theirs = PrivacyLedger(), PrivacyLedger()
-    seeds = dict(bounds={"y": {"x": (-1, 1)}}, noise_rng=1, random_seed=1)
+    seeds = dict(bounds={"y": {"x": (-1, 1)}}, noise_rng=1, random_seed=1, method="measurements", engine=engine)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pmdp.curator_reports():
             got = pmdp.sample(50, epsilon=2.0, model=_logistic(odd_X, odd_y), ledger=ours, **seeds,
                               **{k: v for k, v in SHORT.items() if k != "draws"})
-    assert any("1 record(s) of 'y' had a label other than 0 and 1" in str(w.message) for w in caught)
+    said = "had a label other than 0 and 1" if engine == "gradients" else "lay outside the declared bounds or were not"
+    assert any(f"1 record(s) of 'y' {said}" in str(w.message) for w in caught), [str(w.message) for w in caught]
     want = _sample(_logistic(near_X, near_y), theirs, draws=50, **seeds)
     assert [(e.mechanism, e.epsilon, e.count, e.touched, e.details.get("route")) for e in ours.entries] == [
         (e.mechanism, e.epsilon, e.count, e.touched, e.details.get("route")) for e in theirs.entries]
@@ -118,8 +146,10 @@ def test_other_likelihoods_are_refused_by_this_route_with_what_it_takes():
     with pm.Model() as model:
         p = pm.Beta("p", 1, 1)
         pm.Bernoulli("y", p=p, observed=np.ones(10))
-    with pytest.raises(ValueError, match="not the logistic function of a linear predictor"):
+    with pytest.raises(ValueError, match="no parameter of its likelihood is a function of a linear predictor"):
         _sample(model, method="measurements", bounds={"y": {"x": (-1, 1)}})
+    with pytest.raises(ValueError, match="not the logistic function of a linear predictor"):
+        _sample(model, method="measurements", engine="gradients", bounds={"y": {"x": (-1, 1)}})
 
 
 def test_public_covariate_rows_buy_the_gradients_with_all_of_epsilon():

@@ -8,11 +8,12 @@ score and the information. :func:`pymc_dp.mechanisms.private_newton.private_newt
 at a few public points (pilot Newton steps on the releases, then a final point), and the
 record-free copy of the model conditions on the last release:
 
-    g ~ Normal(I δ, I + Σ_noise + (2 b_H² ‖δ‖² + ¼ κ² ‖δ‖⁴) 𝟙),   δ = φ − φ_t,
+    g ~ Normal(I (φ − φ_t), I + Σ_noise + (2 b_H² ‖δ̂‖² + ¼ κ² ‖δ̂‖⁴) 𝟙),
 
 ``I`` the released information, Σ_noise the score's Laplace noise (moment-matched), then the
 information's own noise acting on the step and an allowance for what the quadratic leaves out
-(κ: how fast the released information changed between the last two points). With φ_t within a few posterior standard deviations
+(κ: how fast the released information changed between the last two points), both at the one-step
+estimate's distance δ̂ from φ_t. With φ_t within a few posterior standard deviations
 of the truth — what the pilot rounds are for — this is the classical one-step likelihood: the
 posterior is as wide as the data and the noise make it. Every prior and Deterministic of the model
 stays; sampling reads only the release.
@@ -55,8 +56,9 @@ _CORNER_COVARIATES = 10
 _SAMPLED_POINTS = 2048
 _PRIOR_DRAWS = 2000
 
-#: The largest move of a linear predictor (anywhere in the box) or of a nuisance (unconstrained) in one pilot step.
-TRUST_REGION = 1.0
+#: The largest move of a linear predictor (root mean square over the box) or of a nuisance (unconstrained) in one
+#: pilot step.
+TRUST_REGION = 2.0
 
 
 class FarFromPilotWarning(UserWarning):
@@ -155,13 +157,16 @@ class ScorePrivatization:
                 max(float(np.abs(info[finite]).sum(axis=1).max()), 1e-12))
 
     def bound_step(self, step: np.ndarray) -> np.ndarray:
-        """A pilot step shortened so that no linear predictor moves by more than :data:`TRUST_REGION` anywhere in
-        the box, nor a nuisance by more than that on its unconstrained scale (public: bounds and releases only)."""
+        """A pilot step shortened so that no linear predictor moves by more than :data:`TRUST_REGION` in root mean
+        square over the box, nor a nuisance by more than that on its unconstrained scale (public: bounds and
+        releases only)."""
         step = np.asarray(step, dtype=float).copy()
         col = 0
         for lo, hi in zip(self.lower, self.upper):
             size = len(lo)
-            reach = float(np.sum(np.abs(step[col:col + size]) * np.maximum(np.abs(lo), np.abs(hi))))
+            mean, var = (lo + hi) / 2, (hi - lo) ** 2 / 12  # the box's coordinates as independent uniforms
+            part = step[col:col + size]
+            reach = float(np.sqrt(np.sum(part**2 * (var + mean**2))))
             if reach > TRUST_REGION:
                 step[col:col + size] *= TRUST_REGION / reach
             col += size
@@ -216,25 +221,33 @@ def curvature_change(previous: NewtonRound | None, final: NewtonRound) -> float:
     return float(np.linalg.norm(final.information - previous.information)) / max(step, 1e-12)
 
 
-def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound | None = None) -> Any:
-    """log N(g; I δ, I + Σ_g + (2 b_H² ‖δ‖² + ¼ κ² ‖δ‖⁴) 𝟙), δ = φ − φ_t, of the last round's release, as a tensor
-    of φ: the score's noise, the information's noise acting on δ, and the quadratic's own error
-    (:func:`curvature_change`)."""
-    import pytensor.tensor as pt
-    from pytensor.tensor.slinalg import cholesky, solve_triangular
-
+def one_step_covariance(final: NewtonRound, previous: NewtonRound | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The information (made positive semi-definite) and the released score's covariance around the one-step mean:
+    I + Σ_g + (2 b_H² ‖δ̂‖² + ¼ κ² ‖δ̂‖⁴) 𝟙, δ̂ the one-step estimate's distance from the measured point — the score's
+    noise, the information's noise acting on the step, and the quadratic's own error (:func:`curvature_change`),
+    all computed from released numbers. Taken at δ̂ rather than as functions of φ, they widen the likelihood
+    without flattening its tails toward the prior."""
     d = len(final.score)
     values, vectors = np.linalg.eigh((final.information + final.information.T) / 2)
     information = (vectors * np.maximum(values, 0.0)) @ vectors.T
+    step = np.linalg.pinv(information) @ final.score
+    distance = float(step @ step)
     kappa = curvature_change(previous, final)
-    step = parameters - pt.constant(final.point)
-    mean = pt.dot(pt.constant(information), step)
-    distance = pt.sum(step**2)
-    cov = (pt.constant(information + 2.0 * final.score_scale**2 * np.eye(d))
-           + (2.0 * final.information_scale**2 * distance + 0.25 * kappa**2 * distance**2) * pt.eye(d))
-    L = cholesky(cov)
-    r = solve_triangular(L, pt.constant(final.score) - mean, lower=True)
-    return -0.5 * pt.sum(r**2) - pt.sum(pt.log(pt.diag(L))) - 0.5 * d * np.log(2 * np.pi)
+    allowance = 2.0 * final.information_scale**2 * distance + 0.25 * kappa**2 * distance**2
+    return information, information + (2.0 * final.score_scale**2 + allowance) * np.eye(d)
+
+
+def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound | None = None) -> Any:
+    """log N(g; I (φ − φ_t), C) of the last round's release as a tensor of φ, C from :func:`one_step_covariance`."""
+    import pytensor.tensor as pt
+
+    d = len(final.score)
+    information, cov = one_step_covariance(final, previous)
+    L = np.linalg.cholesky(cov)
+    whiten = np.linalg.inv(L)
+    residual = pt.constant(final.score) - pt.dot(pt.constant(information), parameters - pt.constant(final.point))
+    r = pt.dot(pt.constant(whiten), residual)
+    return -0.5 * pt.sum(r**2) - float(np.sum(np.log(np.diag(L)))) - 0.5 * d * np.log(2 * np.pi)
 
 
 def _warn_if_far(final: NewtonRound, labels: Sequence[str]) -> None:
@@ -361,18 +374,22 @@ def plan_score_privatization(
     lo_y, hi_y = _outcome_range(rv, given, rv.name)
     transform_of = _transform_of(model)
     derivatives = RecordDerivatives(structure, transform_of)
+    # A record with a value that is not finite becomes the default record (the outcome's lower bound, the middle of
+    # the box): a function of the record alone, so the clip's sensitivity holds. Finite values outside are clipped.
     bad = ~np.isfinite(outcomes)
+    for p in structure.predictors:
+        bad |= ~np.all(np.isfinite(p.design), axis=1)
     clipped_y = np.clip(np.where(bad, lo_y, outcomes), lo_y, hi_y)
     designs, moved = [], bad.copy()
     for p, lo, hi in zip(structure.predictors, lows, highs):
-        X = np.where(np.isfinite(p.design), p.design, (lo + hi) / 2)
-        clipped = np.clip(X, lo, hi)
-        moved |= np.any(clipped != p.design, axis=1)
-        designs.append(clipped)
-    moved |= clipped_y != outcomes
+        X = np.clip(np.where(bad[:, None], (lo + hi) / 2, p.design), lo, hi)
+        moved |= np.any(X != np.where(bad[:, None], X, p.design), axis=1)
+        designs.append(X)
+    moved |= clipped_y != np.where(bad, clipped_y, outcomes)
     if moved.any():
-        curator_report(f"{int(moved.sum())} record(s) of {rv.name!r} lay outside the declared bounds (or were not "
-                       "finite) and were clipped into them (the count is for the curator only: it is not released).",
+        curator_report(f"{int(moved.sum())} record(s) of {rv.name!r} lay outside the declared bounds or were not "
+                       "finite, and were clipped into them or replaced by the default record (the outcome's lower "
+                       "bound, the middle of the box) (the count is for the curator only: it is not released).",
                        ClippedRecordsWarning, stacklevel=4)
     mean, scale = _prior_summary(structure, model)
     plan = ScorePrivatization(
