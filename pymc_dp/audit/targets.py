@@ -525,6 +525,66 @@ def _noisy_gradient(broken: bool, secure: bool):
     return run, 0, 1
 
 
+#: The neighbours of the private Newton target: (covariates, labels) of a logistic regression on x ∈ [−1, 1],
+#: differing in their second record.
+NEWTON_AUDIT_RECORDS = {0: ([-1.0, 1.0], [1, 1]), 1: ([-1.0, 1.0], [1, 0])}
+
+
+def _newton_audit_model(records: tuple[list, list]) -> Any:
+    import pymc as pm
+
+    x, y = records
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0.0, 1.0)
+        a = pm.Normal("a", 0.0, 1.0)
+        pm.Bernoulli("y", logit_p=a + beta * np.array(x), observed=np.array(y))
+    return model
+
+
+def newton_audit_terms(s: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
+    """The record's score and information at the public point 0 and the round's clips, from the measurements
+    route's own plan (:func:`pymc_dp.model.score_measurements.plan_score_privatization`)."""
+    from ..model.score_measurements import plan_score_privatization
+
+    plan = plan_score_privatization(_newton_audit_model(NEWTON_AUDIT_RECORDS[s]), 1.0, bounds={"y": {"x": (-1, 1)}},
+                                    rounds=1)
+    point = np.zeros(plan.structure.dimension)
+    scores, information = plan.derivatives(point, plan.outcomes, list(plan.designs))
+    return scores, information, plan.clips(point)
+
+
+def _private_newton(broken: bool, secure: bool):
+    """One private Newton round (the measurements route's GLM engine) of a logistic regression on one record.
+
+    At the public point φ = 0 (p = ½) the record (x = 1, y = 1) has score (½, ½) and its replacement (x = 1,
+    y = 0) has (−½, −½) (a common record (x = −1, y = 1) beside them): L1 distance 2 = 2·C_g, the sensitivity charged, with C_g = 1 the largest score over
+    the box [−1, 1]. Their information is the same, so the information's release carries no loss and the pair
+    attains the score's share of ε (0.75). The statistic Σ clip(z_j, −½, ½) is the score release's log-likelihood
+    ratio up to a constant. The scores, information and clips come from the route's plan; the broken twin spends
+    ε = 2 while claiming 1 (every noise scale halved).
+    """
+    from ..mechanisms.private_newton import NewtonSchedule, private_newton
+
+    epsilon = 2.0 if broken else 1.0
+    terms = {s: newton_audit_terms(s) for s in (0, 1)}
+    common = terms[0][0][0]  # the shared record's score (public to the auditor)
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        scores, information, clips = terms[s]
+        noise = _noise(secure, rng)
+        out = np.empty(size)
+        for i in range(size):
+            release = private_newton(
+                lambda point: [(scores, information)], lambda point: clips, start=np.zeros(2), prior_mean=np.zeros(2),
+                prior_precision=np.ones(2), bound_step=lambda step: step, epsilon=epsilon,
+                schedule=NewtonSchedule(rounds=1), ledger=PrivacyLedger(), rng=noise,
+            ).final
+            out[i] = np.clip(release.score - common, -0.5, 0.5).sum()
+        return out
+
+    return run, 0, 1
+
+
 # ---------------------------------------------------------------------------- regularised logistic regression and PCA
 
 
@@ -907,6 +967,8 @@ TARGETS: tuple[AuditTarget, ...] = (
     AuditTarget("Barker step (group intercepts a[idx], clipped)", 1.0, 0.0, 400_000, _barker_group_index,
                 events="bins", broken_how="temperature divided by 4", uses_noise_source=False),
     AuditTarget("noisy gradient (logistic regression, [WM10] 4.1)", 1.0, 0.0, 100_000, _noisy_gradient),
+    AuditTarget("private Newton round (GLM score and information, measurements route)", 1.0, 0.0, 40_000,
+                _private_newton),
     AuditTarget("output perturbation (logistic regression, CMS11 Alg. 1)", 1.0, 0.0, 20_000, _output_perturbation),
     AuditTarget("objective perturbation (logistic regression, CMS11 Alg. 2)", 1.0, 0.0, 20_000,
                 _objective_perturbation),

@@ -81,7 +81,7 @@ class NewtonSchedule:
     def budgets(self, epsilon: float) -> list[tuple[float, float]]:
         """(ε of the score, ε of the information) of each round, in order."""
         final = epsilon if self.rounds == 1 else epsilon * self.final_share
-        pilots = [epsilon * (1 - self.final_share) / (self.rounds - 1)] * (self.rounds - 1)
+        pilots = [epsilon * (1 - self.final_share) / (self.rounds - 1)] * (self.rounds - 1) if self.rounds > 1 else []
         return ([(float(e) * self.score_share, float(e) * (1 - self.score_share)) for e in pilots]
                 + [(final * self.final_score_share, final * (1 - self.final_score_share))])
 
