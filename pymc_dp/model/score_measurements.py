@@ -40,7 +40,7 @@ from ..families import ClippedRecordsWarning
 from ..mechanisms.private_newton import NewtonRound, NewtonRun, NewtonSchedule, entries_for, private_newton, vech
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
 
-__all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ONE_STEP_LIKELIHOOD",
+__all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ONE_STEP_LIKELIHOOD", "OneStep", "one_step",
            "FarFromPilotWarning"]
 
 #: What the ledger's details say of the likelihood the release is read with (an approximation of the inference,
@@ -211,42 +211,81 @@ class ScorePrivatization:
             self._rebuild(placeholder)
 
 
-def curvature_change(previous: NewtonRound | None, final: NewtonRound) -> float:
-    """κ: how fast the released information changed between the last two points (Frobenius norm per unit step; 0
-    with one round). The one-step mean misses the expected score by about ½ κ ‖φ − φ_t‖² (the third derivative the
-    quadratic leaves out); the noise in both releases only makes κ larger, so the allowance errs wide."""
-    if previous is None:
-        return 0.0
-    step = float(np.linalg.norm(final.point - previous.point))
-    return float(np.linalg.norm(final.information - previous.information)) / max(step, 1e-12)
+@dataclass(frozen=True)
+class OneStep:
+    """The one-step likelihood's public numbers: the expected score at the last point is M(δ) δ, δ = φ − φ_t, with
+    M(δ) = I + ½ D τ, τ = ⟨δ, u⟩ / ‖u‖² clipped to [−1, 1], the information averaged along δ: linear along the
+    last pilot step u within one step's length (D the released information's change over it, symmetrised, its
+    expected noise discounted), constant beyond. The released score has covariance ``cov`` around it."""
+
+    point: np.ndarray
+    score: np.ndarray
+    information: np.ndarray
+    change: np.ndarray
+    direction: np.ndarray
+    cov: np.ndarray
+
+    def averaged(self, delta: np.ndarray) -> np.ndarray:
+        """M(δ) for a NumPy δ."""
+        along = float(np.clip(delta @ self.direction, -1.0, 1.0))
+        return self.information + 0.5 * self.change * along
+
+    def estimate(self, iterations: int = 20) -> np.ndarray:
+        """δ̂ solving M(δ) δ = g (fixed-point iterations from the plain one-step estimate)."""
+        pinv = np.linalg.pinv
+        delta = pinv(self.information) @ self.score
+        for _ in range(iterations):
+            delta = pinv(_psd(self.averaged(delta))) @ self.score
+        return delta
 
 
-def one_step_covariance(final: NewtonRound, previous: NewtonRound | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The information (made positive semi-definite) and the released score's covariance around the one-step mean:
-    I + Σ_g + (2 b_H² ‖δ̂‖² + ¼ κ² ‖δ̂‖⁴) 𝟙, δ̂ the one-step estimate's distance from the measured point — the score's
-    noise, the information's noise acting on the step, and the quadratic's own error (:func:`curvature_change`),
-    all computed from released numbers. Taken at δ̂ rather than as functions of φ, they widen the likelihood
-    without flattening its tails toward the prior."""
+def _psd(matrix: np.ndarray) -> np.ndarray:
+    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
+    return (vectors * np.maximum(values, 0.0)) @ vectors.T
+
+
+def one_step(final: NewtonRound, previous: NewtonRound | None = None) -> OneStep:
+    """The :class:`OneStep` of the last release (and the one before it, for the change along the last step).
+
+    The covariance is I + Σ_g + (2 b_H² ‖δ̂‖² + ¼ κ² ‖δ̂_⊥‖⁴) 𝟙: the score's noise, the information's noise acting on
+    the step, and an allowance for the curvature's change across the last step (κ = ‖D‖/‖u‖) where δ̂ leaves the
+    line the change was measured along — all from released numbers, at the estimate δ̂ rather than as functions of
+    φ, so the likelihood widens without flattening its tails toward the prior.
+    """
     d = len(final.score)
-    values, vectors = np.linalg.eigh((final.information + final.information.T) / 2)
-    information = (vectors * np.maximum(values, 0.0)) @ vectors.T
-    step = np.linalg.pinv(information) @ final.score
-    distance = float(step @ step)
-    kappa = curvature_change(previous, final)
-    allowance = 2.0 * final.information_scale**2 * distance + 0.25 * kappa**2 * distance**2
-    return information, information + (2.0 * final.score_scale**2 + allowance) * np.eye(d)
+    information = _psd(final.information)
+    change, direction, kappa = np.zeros((d, d)), np.zeros(d), 0.0
+    if previous is not None:
+        u = final.point - previous.point
+        norm2 = float(u @ u)
+        raw = (final.information + final.information.T - previous.information - previous.information.T) / 2
+        noise = 2.0 * d * d * (final.information_scale**2 + previous.information_scale**2)
+        size = float(np.sum(raw**2))
+        if norm2 > 0 and size > noise:
+            change = raw * np.sqrt((size - noise) / size)
+            direction = u / norm2
+            kappa = float(np.sqrt(size - noise)) / np.sqrt(norm2)
+    partial = OneStep(final.point, final.score, information, change, direction, np.eye(d))
+    delta = partial.estimate()
+    unit = direction / max(float(np.linalg.norm(direction)), 1e-300)
+    across = delta - unit * float(delta @ unit)
+    allowance = 2.0 * final.information_scale**2 * float(delta @ delta) + 0.25 * kappa**2 * float(across @ across) ** 2
+    cov = information + (2.0 * final.score_scale**2 + allowance) * np.eye(d)
+    return OneStep(final.point, final.score, information, change, direction, cov)
 
 
 def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound | None = None) -> Any:
-    """log N(g; I (φ − φ_t), C) of the last round's release as a tensor of φ, C from :func:`one_step_covariance`."""
+    """log N(g; M(δ) δ, C) of the last release as a tensor of φ (δ = φ − φ_t; M and C from :func:`one_step`)."""
     import pytensor.tensor as pt
 
+    step_model = one_step(final, previous)
     d = len(final.score)
-    information, cov = one_step_covariance(final, previous)
-    L = np.linalg.cholesky(cov)
-    whiten = np.linalg.inv(L)
-    residual = pt.constant(final.score) - pt.dot(pt.constant(information), parameters - pt.constant(final.point))
-    r = pt.dot(pt.constant(whiten), residual)
+    L = np.linalg.cholesky(step_model.cov)
+    delta = parameters - pt.constant(final.point)
+    along = pt.clip(pt.dot(delta, pt.constant(step_model.direction)), -1.0, 1.0)
+    averaged = pt.constant(step_model.information) + 0.5 * pt.constant(step_model.change) * along
+    residual = pt.constant(final.score) - pt.dot(averaged, delta)
+    r = pt.dot(pt.constant(np.linalg.inv(L)), residual)
     return -0.5 * pt.sum(r**2) - float(np.sum(np.log(np.diag(L)))) - 0.5 * d * np.log(2 * np.pi)
 
 
