@@ -312,3 +312,12 @@ def test_the_grouped_release_neighbours_attain_twice_one_groups_sensitivity():
     m, m2 = (np.concatenate([p.exact_released for p in plan.parts]) for plan in plans)
     assert plans[0].sensitivity == pytest.approx(2.0 * plans[0].parts[0].sensitivity)
     assert np.abs(m - m2).sum() == pytest.approx(plans[0].sensitivity, rel=1e-9)
+
+
+def test_the_private_newton_neighbours_attain_the_score_clip_twice():
+    """At the public point the replaced record's score moves the release by 2·C_g, the sensitivity charged, and the
+    information not at all: the audit's pair attains the score's share of ε (its clips come from the route's plan)."""
+    (s0, h0, clips0), (s1, h1, clips1) = T.newton_audit_terms(0), T.newton_audit_terms(1)
+    assert clips0 == clips1 == pytest.approx((1.0, 0.75))
+    assert np.abs(s0.sum(0) - s1.sum(0)).sum() == pytest.approx(2 * clips0[0])
+    np.testing.assert_allclose(h0.sum(0), h1.sum(0))

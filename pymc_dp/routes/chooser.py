@@ -4,8 +4,9 @@ The routes, in the order tried (most accurate first, for the models each serves)
 
 1. ``laplace``: privatised sufficient statistics — the whole posterior, converging to
    the non-private one as N grows, no convergence assumed;
-2. ``measurements``: a logistic regression's noisy gradients, released once, and the
-   noise-aware posterior given them (needs the covariates' bounds);
+2. ``measurements``: a GLM's score and information released at a few public points
+   (private Newton steps), and the posterior given the last release, noise counted (needs
+   the covariates' and the outcome's bounds);
 3. ``ops``: one tempered posterior draw per chain (needs a proven Δ: a truncation,
    data bounds or a log-likelihood clip);
 4. ``gibbs``: private step methods, the whole chain released, every update charged

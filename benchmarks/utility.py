@@ -1,0 +1,155 @@
+"""Useful at ε = 1? GLMs through the privacy flag beside plain PyMC, at N ∈ {10³, 10⁴, 10⁵} and ε ∈ {0.1, 1, 10}.
+
+Each family is written the gallery's way (coords and dims, ``pm.Data`` covariates, an intercept
+plus ``X @ b`` through the family's usual link) with two covariates uniform on [−1, 1]; records
+are drawn from the model at a fixed truth (slopes 0.5 and −0.3, intercept 1 on the link scale:
+for the logistic, 0). Each cell is one data set and one release through
+``pmdp.sample(epsilon=ε, bounds=...)`` with ``method="auto"`` (the route the chooser takes is
+reported), beside plain ``pm.sample`` on the same records; 2 chains × (500 + 500) each.
+
+Reported per cell: the route; the distance — the largest, over the coefficients, of
+|released mean − plain mean| in plain posterior s.d. (the issue's bar is 3); the width — the
+median ratio of released to plain posterior s.d.; whether every coefficient's plain mean lies
+inside the released 95 % interval (honest); and both wall times (compilation included).
+Coverage over many releases is a study of its own (``tests/test_glm_measurements.py``,
+``make test-study``).
+
+    python benchmarks/utility.py                              # results/utility.{json,md}
+    python benchmarks/utility.py --families poisson --sizes 10000
+    python benchmarks/utility.py --stored-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _runs import StoredRuns, write_results  # noqa: E402
+
+SIZES = (1_000, 10_000, 100_000)
+EPSILONS = (0.1, 1.0, 10.0)
+SLOPES = np.array([0.5, -0.3])
+#: Family: (the outcome's declared range, how records are drawn from the linear predictor).
+FAMILIES = {
+    "normal": ((-3.0, 5.0), lambda eta, rng: rng.normal(eta, 0.7)),
+    "bernoulli": (None, lambda eta, rng: rng.binomial(1, 1 / (1 + np.exp(-(eta - 1.0))))),
+    "binomial": (None, lambda eta, rng: rng.binomial(10, 1 / (1 + np.exp(-(eta - 1.0))))),
+    "poisson": ((0.0, 20.0), lambda eta, rng: rng.poisson(np.exp(eta))),
+    "negative binomial": ((0.0, 30.0), lambda eta, rng: rng.negative_binomial(3.0, 3.0 / (3.0 + np.exp(eta)))),
+    "gamma": ((0.01, 20.0), lambda eta, rng: np.clip(rng.gamma(2.0, np.exp(eta) / 2.0), 0.01, None)),
+}
+
+
+def model_of(family: str, x: np.ndarray, y: np.ndarray):
+    """The gallery-style model of ``family`` on these records."""
+    import pymc as pm
+
+    with pm.Model(coords={"coef": ["x1", "x2"]}) as model:
+        X = pm.Data("X", x)
+        a = pm.Normal("a", 0.0, 5.0)
+        b = pm.Normal("b", 0.0, 1.0, dims="coef")
+        eta = a + X @ b
+        if family == "normal":
+            pm.Normal("y", mu=eta, sigma=pm.HalfNormal("sigma", 2.0), observed=y)
+        elif family == "bernoulli":
+            pm.Bernoulli("y", logit_p=eta, observed=y)
+        elif family == "binomial":
+            pm.Binomial("y", n=10, logit_p=eta, observed=y)
+        elif family == "poisson":
+            pm.Poisson("y", mu=pm.math.exp(eta), observed=y)
+        elif family == "negative binomial":
+            pm.NegativeBinomial("y", mu=pm.math.exp(eta), alpha=pm.HalfNormal("alpha", 10.0), observed=y)
+        elif family == "gamma":
+            shape = pm.HalfNormal("k", 5.0)
+            pm.Gamma("y", alpha=shape, beta=shape / pm.math.exp(eta), observed=y)
+    return model
+
+
+def cell(family: str, n: int, epsilon: float, seed: int = 0) -> dict:
+    import pymc as pm
+
+    import pymc_dp as pmdp
+
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (n, 2))
+    outcome, draw = FAMILIES[family]
+    y = draw(1.0 + x @ SLOPES, rng)
+    model = model_of(family, x, y)
+    bounds = {"x": (-1.0, 1.0), **({"y": outcome} if outcome else {})}
+    settings = dict(tune=500, chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
+    ledger = pmdp.PrivacyLedger()
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            private = pmdp.sample(500, epsilon=epsilon, model=model, ledger=ledger, bounds={"y": bounds},
+                                  random_seed=seed, **settings)
+        except ValueError as err:
+            return {"refused": str(err).splitlines()[0][:160]}
+    private_time = time.perf_counter() - start
+    start = time.perf_counter()
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = pm.sample(500, random_seed=seed, **settings)
+    plain_time = time.perf_counter() - start
+    posterior = pmdp._compat.get_group(private, "posterior")
+    distances, widths, honest = [], [], True
+    for name in ("a", "b"):
+        got = np.asarray(posterior[name]).reshape(-1, *posterior[name].shape[2:])
+        ref = np.asarray(plain.posterior[name]).reshape(-1, *plain.posterior[name].shape[2:])
+        mean, sd = ref.mean(0), ref.std(0)
+        lo, hi = np.quantile(got, [0.025, 0.975], axis=0)
+        distances += list(np.atleast_1d(np.abs(got.mean(0) - mean) / sd))
+        widths += list(np.atleast_1d(got.std(0) / sd))
+        honest &= bool(np.all((lo < mean) & (mean < hi)))
+    return {"route": ledger.entries[0].details.get("route", "?"), "distance": float(max(distances)),
+            "width": float(np.median(widths)), "honest": honest, "time": private_time, "plain_time": plain_time}
+
+
+def table(rows: dict[str, dict]) -> str:
+    lines = ["| family | N | ε | route | distance (plain s.d.) | width (× plain) | plain mean in 95 % | time (plain) |",
+             "|---|---:|---:|---|---:|---:|---|---:|"]
+    for key, row in rows.items():
+        family, n, eps = key.split("|")
+        if "refused" in row:
+            lines.append(f"| {family} | {int(n):,} | {eps} | refused: {row['refused']} | | | | |")
+            continue
+        lines.append(f"| {family} | {int(n):,} | {eps} | {row['route']} | {row['distance']:.2f} | {row['width']:.2f} | "
+                     f"{'yes' if row['honest'] else 'no'} | {row['time']:.0f} s ({row['plain_time']:.0f} s) |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--families", nargs="*", default=list(FAMILIES))
+    parser.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
+    parser.add_argument("--epsilons", nargs="*", type=float, default=list(EPSILONS))
+    parser.add_argument("--stored-only", action="store_true")
+    args = parser.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    store = StoredRuns(HERE / "results" / "utility_runs.jsonl")
+    rows = {}
+    with threadpool_limits(1):
+        for family in args.families:
+            for n in args.sizes:
+                for eps in args.epsilons:
+                    key = f"{family}|{n}|{eps:g}"
+                    if args.stored_only:
+                        if key in store.done:
+                            rows[key] = store.done[key]
+                        continue
+                    rows[key] = store.get(key, lambda: cell(family, n, eps))
+    write_results("utility", rows, table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
