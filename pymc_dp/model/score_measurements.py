@@ -306,7 +306,7 @@ def _warn_if_far(final: NewtonRound, labels: Sequence[str]) -> None:
             "closer to the data help.", FarFromPilotWarning, stacklevel=4)
 
 
-def _outcome_range(rv: Any, given: Mapping[str, Any], name: str) -> tuple[float, float]:
+def _outcome_range(rv: Any, given: Mapping[str, Any], name: str, public: frozenset = frozenset()) -> tuple[float, float]:
     from pytensor.graph.basic import Constant
 
     from ..families.base import dist_params
@@ -320,9 +320,14 @@ def _outcome_range(rv: Any, given: Mapping[str, Any], name: str) -> tuple[float,
     if op == "bernoulli":
         return 0.0, 1.0
     if op == "binomial":
-        n = dist_params(rv)[0]
-        if isinstance(n, Constant) and np.size(n.data) == 1:
-            return 0.0, float(np.asarray(n.data).reshape(()))
+        from pytensor.compile.sharedvalue import SharedVariable
+
+        from .regression import _strip, _undim, leaf_value
+
+        n = _undim(_strip(dist_params(rv)[0]))
+        value = leaf_value(n) if isinstance(n, Constant) or (isinstance(n, SharedVariable) and n.name in public) else None
+        if value is not None and value.size == 1:
+            return 0.0, float(value.reshape(()))
     raise ValueError(
         f"observed variable {name!r} ({op or 'its likelihood'}) needs its outcome's range for the measurements "
         f"route: declare bounds={{{name!r}: {{'x': (lo, hi), 'y': (lo, hi)}}}}; outcomes outside are clipped. "
@@ -410,7 +415,7 @@ def plan_score_privatization(
     if not isinstance(given, Mapping):
         given = {}
     lows, highs = _covariate_box(given, structure, rv.name)
-    lo_y, hi_y = _outcome_range(rv, given, rv.name)
+    lo_y, hi_y = _outcome_range(rv, given, rv.name, public_names)
     transform_of = _transform_of(model)
     derivatives = RecordDerivatives(structure, transform_of)
     # A record with a value that is not finite becomes the default record (the outcome's lower bound, the middle of
