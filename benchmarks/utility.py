@@ -33,6 +33,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _runs import StoredRuns, write_results  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent / "tests"))
+from glm_models import glm_model as model_of  # noqa: E402
+
 SIZES = (1_000, 10_000, 100_000)
 EPSILONS = (0.1, 1.0, 10.0)
 SLOPES = np.array([0.5, -0.3])
@@ -45,31 +48,6 @@ FAMILIES = {
     "negative binomial": ((0.0, 30.0), lambda eta, rng: rng.negative_binomial(3.0, 3.0 / (3.0 + np.exp(eta)))),
     "gamma": ((0.01, 20.0), lambda eta, rng: np.clip(rng.gamma(2.0, np.exp(eta) / 2.0), 0.01, None)),
 }
-
-
-def model_of(family: str, x: np.ndarray, y: np.ndarray):
-    """The gallery-style model of ``family`` on these records."""
-    import pymc as pm
-
-    with pm.Model(coords={"coef": ["x1", "x2"]}) as model:
-        X = pm.Data("X", x)
-        a = pm.Normal("a", 0.0, 5.0)
-        b = pm.Normal("b", 0.0, 1.0, dims="coef")
-        eta = a + X @ b
-        if family == "normal":
-            pm.Normal("y", mu=eta, sigma=pm.HalfNormal("sigma", 2.0), observed=y)
-        elif family == "bernoulli":
-            pm.Bernoulli("y", logit_p=eta, observed=y)
-        elif family == "binomial":
-            pm.Binomial("y", n=10, logit_p=eta, observed=y)
-        elif family == "poisson":
-            pm.Poisson("y", mu=pm.math.exp(eta), observed=y)
-        elif family == "negative binomial":
-            pm.NegativeBinomial("y", mu=pm.math.exp(eta), alpha=pm.HalfNormal("alpha", 10.0), observed=y)
-        elif family == "gamma":
-            shape = pm.HalfNormal("k", 5.0)
-            pm.Gamma("y", alpha=shape, beta=shape / pm.math.exp(eta), observed=y)
-    return model
 
 
 def cell(family: str, n: int, epsilon: float, seed: int = 0) -> dict:

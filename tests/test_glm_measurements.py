@@ -21,6 +21,8 @@ from pymc_dp.model._graph import dim_lengths
 from pymc_dp.model.glm_structure import RecordDerivatives, read_glm
 from pymc_dp.model.score_measurements import one_step, plan_score_privatization
 
+from glm_models import glm_model
+
 TRUTH = np.array([0.5, -0.3, 1.0])  # the slopes, then the intercept
 SHORT = dict(tune=300, chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
 
@@ -39,23 +41,7 @@ def _records(family: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _glm(family: str, x: np.ndarray, y: np.ndarray) -> pm.Model:
-    with pm.Model(coords={"coef": ["c0", "c1"]}) as model:
-        X = pm.Data("X", x)
-        a = pm.Normal("a", 0, 5)
-        b = pm.Normal("b", 0, 1, dims="coef")
-        eta = a + X @ b
-        if family == "poisson":
-            pm.Poisson("y", mu=pm.math.exp(eta), observed=y)
-        elif family == "negbin":
-            pm.NegativeBinomial("y", mu=pm.math.exp(eta), alpha=pm.HalfNormal("alpha", 10), observed=y)
-        elif family == "gamma":
-            shape = pm.HalfNormal("k", 5)
-            pm.Gamma("y", alpha=shape, beta=shape / pm.math.exp(eta), observed=y)
-        elif family == "student":
-            pm.StudentT("y", nu=pm.Gamma("nu", 2, 0.1), mu=eta, sigma=pm.HalfNormal("sigma", 2), observed=y)
-        elif family == "bernoulli":
-            pm.Bernoulli("y", logit_p=eta, observed=y)
-    return model
+    return glm_model({"negbin": "negative binomial"}.get(family, family), x, y)
 
 
 def _read(model: pm.Model, why: list | None = None):

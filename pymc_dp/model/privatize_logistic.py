@@ -135,7 +135,7 @@ class LogisticPrivatization:
 
     def _rebuild(self, run: NoisyGradientRun, features: np.ndarray) -> Any:
         from .gradient_measurements import gradient_loglik
-        from .privatize_model import latent_normal_rv, rebuild_with_likelihoods
+        from .privatize_model import latent_normal_rv, rebuild_one_likelihood
         from .regression import logistic_regression_of
 
         rows = self.design.shape[0]
@@ -146,11 +146,7 @@ class LogisticPrivatization:
             return gradient_loglik(run, predictor.coefficients, features, make_latent, covariance=self.covariance,
                                    noise=self.noise)
 
-        model, dropped = rebuild_with_likelihoods(self.model, {self.name: likelihood}, [rows], self.public)
-        if dropped:
-            warnings.warn("the private copy of the model left out Deterministic(s) of the records: "
-                          + ", ".join(sorted(dropped)), UserWarning, stacklevel=3)
-        return model
+        return rebuild_one_likelihood(self.model, self.name, likelihood, rows, self.public)
 
     def rehearse(self) -> None:
         """Build the record-free model once on a data-free placeholder release (refusals happen before any spend)."""
@@ -293,7 +289,7 @@ def plan_logistic_privatization(
     :class:`pymc_dp.Measurements`.
     """
     from ._graph import dim_lengths
-    from .privatize_model import _check_public, _observed_records
+    from .privatize_model import single_private_observed
     from .regression import logistic_regression_of
 
     eps = check_epsilon(epsilon)
@@ -302,15 +298,7 @@ def plan_logistic_privatization(
             "the logistic measurements need replace-one neighbouring (N is public: the heuristic's step divides by it); "
             f"the ledger uses {neighbouring!r}."
         )
-    public_names = _check_public(model, public)
-    private = [rv for rv in model.observed_RVs if rv.name not in public_names]
-    if len(private) != 1:
-        raise ValueError(
-            f"the logistic measurements privatise one observed variable, the model has {len(private)} private ones "
-            f"({[rv.name for rv in private]}); declare the others public=[...] or use another route."
-        )
-    rv = private[0]
-    labels = np.asarray(_observed_records(model, rv), dtype=float).reshape(-1)
+    public_names, rv, labels = single_private_observed(model, public, "logistic measurements")
     why: list[str] = []
     predictor = logistic_regression_of(rv, labels.size, model.free_RVs, dim_lengths(model), why)
     if predictor is None:

@@ -814,6 +814,30 @@ def _check_public(model: Any, public: Any) -> frozenset[str]:
     return names
 
 
+def rebuild_one_likelihood(model: Any, name: str, likelihood: Callable[..., Any], rows: int,
+                           public: frozenset[str]) -> Any:
+    """:func:`rebuild_with_likelihoods` for one observed variable, warning of the Deterministics it left out."""
+    copy, dropped = rebuild_with_likelihoods(model, {name: likelihood}, [rows], public)
+    if dropped:
+        warnings.warn("the private copy of the model left out Deterministic(s) of the records: "
+                      + ", ".join(sorted(dropped)), UserWarning, stacklevel=4)
+    return copy
+
+
+def single_private_observed(model: Any, public: Any, what: str) -> tuple[frozenset[str], Any, np.ndarray]:
+    """The public names, the one private observed variable and its records (flat), for a route that privatises
+    exactly one (``what`` names it in the refusal)."""
+    public_names = _check_public(model, public)
+    private = [rv for rv in model.observed_RVs if rv.name not in public_names]
+    if len(private) != 1:
+        raise ValueError(
+            f"the {what} privatise one observed variable, the model has {len(private)} private ones "
+            f"({[rv.name for rv in private]}); declare the others public=[...] or use another route."
+        )
+    rv = private[0]
+    return public_names, rv, np.asarray(_observed_records(model, rv), dtype=float).reshape(-1)
+
+
 def _refuse_copies(model: Any, public: frozenset[str]) -> None:
     """Refuse a public observed variable whose records are those of a private one (a mislabelled copy)."""
     private = [rv for rv in model.observed_RVs if rv.name not in public]

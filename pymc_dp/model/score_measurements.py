@@ -37,7 +37,7 @@ from ..accounting import LedgerEntry, PrivacyLedger
 from ..accounting.curator import curator_report
 from ..accounting.validation import check_epsilon
 from ..families import ClippedRecordsWarning
-from ..mechanisms.private_newton import NewtonRound, NewtonRun, NewtonSchedule, entries_for, private_newton, vech
+from ..mechanisms.private_newton import NewtonRound, NewtonRun, NewtonSchedule, entries_for, private_newton
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
 
 __all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ONE_STEP_LIKELIHOOD", "OneStep", "one_step",
@@ -186,8 +186,7 @@ class ScorePrivatization:
         return PrivateScore(self._rebuild(run.final, previous), run)
 
     def _rebuild(self, final: NewtonRound, previous: NewtonRound | None = None) -> Any:
-        from ._graph import dim_lengths  # noqa: F401  (the rebuilt graph's sizes come with the callback)
-        from .privatize_model import rebuild_with_likelihoods
+        from .privatize_model import rebuild_one_likelihood
 
         rows = len(self.outcomes)
         transform_of = _transform_of(None)
@@ -196,11 +195,7 @@ class ScorePrivatization:
             structure = read_glm(node.inputs[0], rows, free, sizes)
             return one_step_loglik(final, structure.parameters(transform_of), previous)
 
-        model, dropped = rebuild_with_likelihoods(self.model, {self.name: likelihood}, [rows], self.public)
-        if dropped:
-            warnings.warn("the private copy of the model left out Deterministic(s) of the records: "
-                          + ", ".join(sorted(dropped)), UserWarning, stacklevel=3)
-        return model
+        return rebuild_one_likelihood(self.model, self.name, likelihood, rows, self.public)
 
     def rehearse(self) -> None:
         """Build the record-free model once on a placeholder release (refusals happen before any spend)."""
@@ -383,7 +378,7 @@ def plan_score_privatization(
     (:func:`pymc_dp.model.glm_structure.read_glm`); other observed variables must be declared ``public``.
     """
     from ._graph import dim_lengths
-    from .privatize_model import _check_public, _observed_records
+    from .privatize_model import single_private_observed
 
     eps = check_epsilon(epsilon)
     if neighbouring != "replace":
@@ -391,15 +386,7 @@ def plan_score_privatization(
                          f"{neighbouring!r}. Nothing was spent.")
     if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer (pilot rounds plus the final one, e.g. 3), got {rounds!r}.")
-    public_names = _check_public(model, public)
-    private = [rv for rv in model.observed_RVs if rv.name not in public_names]
-    if len(private) != 1:
-        raise ValueError(
-            f"the GLM measurements privatise one observed variable, the model has {len(private)} private ones "
-            f"({[rv.name for rv in private]}); declare the others public=[...] or use another route."
-        )
-    rv = private[0]
-    outcomes = np.asarray(_observed_records(model, rv), dtype=float).reshape(-1)
+    public_names, rv, outcomes = single_private_observed(model, public, "GLM measurements")
     why: list[str] = []
     structure = read_glm(rv, outcomes.size, model.free_RVs, dim_lengths(model), why)
     if structure is None:
