@@ -8,8 +8,9 @@ earlier releases):
 * the information's upper triangle ``h_t = Σ_i clip(vech −∇²ℓ_i(φ_t), C_H)`` (d(d+1)/2 numbers),
 
 each with Laplace noise scaled to its clip (L1 norm per record: Δ = 2C under replace-one, C
-under add/remove). The next point is a Newton step on the released numbers, regularised by a
-Gaussian summary of the prior — post-processing, free. After the last round the released
+under add/remove). The next point is the mean of a Gaussian that the releases so far update
+from a summary of the prior — a Newton step weighted by its noise, the older rounds discounted
+(an extended Kalman filter) — post-processing, free. After the last round the released
 score and information give the one-step likelihood a noise-aware posterior conditions on
 (:mod:`pymc_dp.model.score_measurements`): with the point within a few posterior standard
 deviations of the truth, ``g ≈ I (φ − φ_t) + N(0, I)`` plus the noise, whatever the
@@ -118,13 +119,35 @@ def _absolute(matrix: np.ndarray) -> np.ndarray:
     return (vectors * np.abs(values)) @ vectors.T
 
 
-def newton_step(point: np.ndarray, score: np.ndarray, information: np.ndarray, prior_mean: np.ndarray,
-                prior_precision: np.ndarray, bound_step: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """The next point: a Newton step on the released score and information with the prior's Gaussian summary,
-    shortened by ``bound_step`` (a trust region; all post-processing of released numbers)."""
-    info = _absolute(information) + np.diag(prior_precision)
-    step = np.linalg.solve(info, score - prior_precision * (point - prior_mean))
-    return point + bound_step(step)
+#: How much of what the earlier rounds said the next point keeps (their precision is multiplied by it): early rounds
+#: were measured far from the parameters, where the quadratic is least accurate, so newer ones must be able to move
+#: the point.
+FORGETTING = 0.3
+
+
+@dataclass
+class PilotState:
+    """What the pilot rounds say of φ so far: a Gaussian (mean, precision), starting at the prior's summary."""
+
+    mean: np.ndarray
+    precision: np.ndarray
+
+    def update(self, point: np.ndarray, score: np.ndarray, information: np.ndarray, score_scale: float) -> None:
+        """Condition on one round's release, read as g ~ N(I (φ − φ_t), I + 2 b² 𝟙) (I with its eigenvalues made
+        positive; an extended Kalman step with the older rounds' precision discounted by :data:`FORGETTING`)."""
+        d = len(score)
+        info = _absolute(information)
+        noise = info + 2.0 * score_scale**2 * np.eye(d)
+        gain = info @ np.linalg.solve(noise, np.eye(d))  # Iᵀ C⁻¹
+        prior = FORGETTING * self.precision
+        self.precision = prior + gain @ info
+        self.mean = self.mean + np.linalg.solve(self.precision, gain @ (score - info @ (self.mean - point)))
+
+
+def newton_step(point: np.ndarray, state: PilotState, bound_step: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """The next point: the pilot state's mean, the move from ``point`` shortened by ``bound_step`` (a trust region;
+    all post-processing of released numbers)."""
+    return point + bound_step(state.mean - point)
 
 
 def entries_for(epsilons: Sequence[tuple[float, float]], neighbouring: str, touched: str,
@@ -188,6 +211,7 @@ def private_newton(
     d = int(np.size(start))
     point = np.asarray(start, dtype=float).copy()
     rounds: list[NewtonRound] = []
+    state = PilotState(np.asarray(prior_mean, dtype=float).copy(), np.diag(np.asarray(prior_precision, dtype=float)))
     cut = 0
     with ledger.reserve(planned) as reservation:
         for t, (eps_score, eps_info) in enumerate(budgets):
@@ -203,7 +227,8 @@ def private_newton(
             score = source.add_laplace(score_sum, b_score)
             info = unvech(source.add_laplace(info_sum, b_info), d)
             rounds.append(NewtonRound(point.copy(), score, info, b_score, b_info, c_score, c_info))
-            point = newton_step(point, score, info, prior_mean, prior_precision, bound_step)
+            state.update(point, score, info, b_score)
+            point = newton_step(point, state, bound_step)
         clips_used = [[float(r.score_clip), float(r.information_clip)] for r in rounds]
         recorded = reservation.commit([replace(e, details={**e.details, "clips (score, information) by round": clips_used})
                                        for e in planned])

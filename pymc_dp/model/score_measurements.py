@@ -58,7 +58,7 @@ _PRIOR_DRAWS = 2000
 
 #: The largest move of a linear predictor (root mean square over the box) or of a nuisance (unconstrained) in one
 #: pilot step.
-TRUST_REGION = 2.0
+TRUST_REGION = 1.0
 
 
 class FarFromPilotWarning(UserWarning):
