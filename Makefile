@@ -53,7 +53,7 @@ SECONDARY_TESTS ?= tests/test_routes.py tests/test_trace.py tests/test_leaks.py 
 	tests/test_secure_default.py tests/test_warlogs_demo.py tests/test_examples.py tests/test_noise_aware_counts.py \
 	tests/test_bounded_sum.py tests/test_hostile_input.py tests/test_ais.py tests/test_thresholdout.py tests/test_mwem.py \
 	tests/test_noise_aware_bivariate.py tests/test_nuts_sampler.py tests/test_nutpie_cache.py tests/test_missing.py \
-	tests/test_likelihood_suite.py
+	tests/test_likelihood_suite.py tests/test_glm_measurements.py
 test-secondary:
 	$(MAKE) test TARGET=py311 TESTS="$(SECONDARY_TESTS)"
 
@@ -94,6 +94,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/blas.py
 	$(PY) benchmarks/peers.py
 	$(PY) benchmarks/likelihoods.py
+	$(PY) benchmarks/utility.py
 
 # Re-resolve the newest releases pyproject.toml allows and rewrite the lock of every
 # target whose Python is here (make lock TARGETS=py312 for one).
