@@ -213,7 +213,8 @@ def _coverage(family: str, n: int, releases: int, bounds: dict) -> np.ndarray:
         if abs(delta @ likelihood.direction) < 1:
             slope = slope + 0.5 * np.outer(likelihood.change @ delta, likelihood.direction)
         inverse = np.linalg.inv(slope)
-        sd = np.sqrt(np.diag(inverse @ likelihood.cov @ inverse.T))
+        cov = likelihood.cov + likelihood.information_noise * (delta @ delta) * np.eye(len(delta))
+        sd = np.sqrt(np.diag(inverse @ cov @ inverse.T))
         hits.append(np.abs(run.final.point + delta - TRUTH)[:3] < norm.ppf(0.95) * sd[:3])
     return np.mean(hits, axis=0)
 

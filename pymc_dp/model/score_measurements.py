@@ -8,12 +8,13 @@ score and the information. :func:`pymc_dp.mechanisms.private_newton.private_newt
 at a few public points (pilot Newton steps on the releases, then a final point), and the
 record-free copy of the model conditions on the last release:
 
-    g ~ Normal(I (φ − φ_t), I + Σ_noise + (2 b_H² ‖δ̂‖² + ¼ κ² ‖δ̂‖⁴) 𝟙),
+    g ~ Normal(M(δ) δ, I + Σ_noise + ¼ κ² ‖δ̂_⊥‖⁴ 𝟙 + 2 b_H² ‖δ‖² 𝟙),   δ = φ − φ_t,
 
-``I`` the released information, Σ_noise the score's Laplace noise (moment-matched), then the
-information's own noise acting on the step and an allowance for what the quadratic leaves out
-(κ: how fast the released information changed between the last two points), both at the one-step
-estimate's distance δ̂ from φ_t. With φ_t within a few posterior standard deviations
+M(δ) the released information ``I`` averaged along δ (a secant correction from the last two
+releases), Σ_noise the score's Laplace noise (moment-matched), an allowance for what the quadratic
+leaves out (κ: how fast the information changed between the last two points; at the one-step
+estimate δ̂, across the line it was measured along) and the information's own noise acting on δ
+(see :func:`one_step`). With φ_t within a few posterior standard deviations
 of the truth — what the pilot rounds are for — this is the classical one-step likelihood: the
 posterior is as wide as the data and the noise make it. Every prior and Deterministic of the model
 stays; sampling reads only the release.
@@ -211,7 +212,8 @@ class OneStep:
     """The one-step likelihood's public numbers: the expected score at the last point is M(δ) δ, δ = φ − φ_t, with
     M(δ) = I + ½ D τ, τ = ⟨δ, u⟩ / ‖u‖² clipped to [−1, 1], the information averaged along δ: linear along the
     last pilot step u within one step's length (D the released information's change over it, symmetrised, its
-    expected noise discounted), constant beyond. The released score has covariance ``cov`` around it."""
+    expected noise discounted), constant beyond. The released score has covariance ``cov`` + ``information_noise``
+    · ‖δ‖² 𝟙 around it."""
 
     point: np.ndarray
     score: np.ndarray
@@ -219,6 +221,7 @@ class OneStep:
     change: np.ndarray
     direction: np.ndarray
     cov: np.ndarray
+    information_noise: float = 0.0
 
     def averaged(self, delta: np.ndarray) -> np.ndarray:
         """M(δ) for a NumPy δ."""
@@ -242,10 +245,10 @@ def _psd(matrix: np.ndarray) -> np.ndarray:
 def one_step(final: NewtonRound, previous: NewtonRound | None = None) -> OneStep:
     """The :class:`OneStep` of the last release (and the one before it, for the change along the last step).
 
-    The covariance is I + Σ_g + (2 b_H² ‖δ̂‖² + ¼ κ² ‖δ̂_⊥‖⁴) 𝟙: the score's noise, the information's noise acting on
-    the step, and an allowance for the curvature's change across the last step (κ = ‖D‖/‖u‖) where δ̂ leaves the
-    line the change was measured along — all from released numbers, at the estimate δ̂ rather than as functions of
-    φ, so the likelihood widens without flattening its tails toward the prior.
+    The covariance is I + Σ_g + ¼ κ² ‖δ̂_⊥‖⁴ 𝟙 + 2 b_H² ‖δ‖² 𝟙: the score's noise, an allowance for the curvature's
+    change across the last step (κ = ‖D‖/‖u‖) where the estimate δ̂ leaves the line the change was measured along
+    (from released numbers, at δ̂ rather than as a function of φ, so the likelihood widens without flattening its
+    tails toward the prior), and the information's own noise acting on δ (exact, a function of φ).
     """
     d = len(final.score)
     information = _psd(final.information)
@@ -260,28 +263,32 @@ def one_step(final: NewtonRound, previous: NewtonRound | None = None) -> OneStep
             change = raw * np.sqrt((size - noise) / size)
             direction = u / norm2
             kappa = float(np.sqrt(size - noise)) / np.sqrt(norm2)
-    partial = OneStep(final.point, final.score, information, change, direction, np.eye(d))
+    partial = OneStep(final.point, final.score, information, change, direction, np.eye(d), 0.0)
     delta = partial.estimate()
     unit = direction / max(float(np.linalg.norm(direction)), 1e-300)
     across = delta - unit * float(delta @ unit)
-    allowance = 2.0 * final.information_scale**2 * float(delta @ delta) + 0.25 * kappa**2 * float(across @ across) ** 2
+    allowance = 0.25 * kappa**2 * float(across @ across) ** 2
     cov = information + (2.0 * final.score_scale**2 + allowance) * np.eye(d)
-    return OneStep(final.point, final.score, information, change, direction, cov)
+    return OneStep(final.point, final.score, information, change, direction, cov,
+                   2.0 * final.information_scale**2)
 
 
 def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound | None = None) -> Any:
-    """log N(g; M(δ) δ, C) of the last release as a tensor of φ (δ = φ − φ_t; M and C from :func:`one_step`)."""
+    """log N(g; M(δ) δ, C + c ‖δ‖² 𝟙) of the last release as a tensor of φ (δ = φ − φ_t; M, C and c = 2 b_H² from
+    :func:`one_step`): the information's noise acting on δ is part of the likelihood (errors in variables), so a
+    release whose information is mostly noise says little wherever φ is."""
     import pytensor.tensor as pt
 
     step_model = one_step(final, previous)
     d = len(final.score)
-    L = np.linalg.cholesky(step_model.cov)
+    values, vectors = np.linalg.eigh(step_model.cov)  # C + c‖δ‖²𝟙 shares C's eigenvectors
     delta = parameters - pt.constant(final.point)
     along = pt.clip(pt.dot(delta, pt.constant(step_model.direction)), -1.0, 1.0)
     averaged = pt.constant(step_model.information) + 0.5 * pt.constant(step_model.change) * along
     residual = pt.constant(final.score) - pt.dot(averaged, delta)
-    r = pt.dot(pt.constant(np.linalg.inv(L)), residual)
-    return -0.5 * pt.sum(r**2) - float(np.sum(np.log(np.diag(L)))) - 0.5 * d * np.log(2 * np.pi)
+    spread = pt.constant(values) + step_model.information_noise * pt.sum(delta**2)
+    r = pt.dot(pt.constant(vectors.T), residual)
+    return -0.5 * pt.sum(r**2 / spread) - 0.5 * pt.sum(pt.log(spread)) - 0.5 * d * np.log(2 * np.pi)
 
 
 def _warn_if_far(final: NewtonRound, labels: Sequence[str]) -> None:
@@ -308,7 +315,11 @@ def _outcome_range(rv: Any, given: Mapping[str, Any], name: str, public: frozens
 
     op = getattr(rv.owner.op, "name", "")
     if "y" in given:
-        lo, hi = (float(v) for v in given["y"])
+        try:
+            lo, hi = (float(v) for v in given["y"])
+        except (TypeError, ValueError):
+            raise ValueError(f"bounds[{name!r}]['y'] must be a (lo, hi) pair of numbers, got {given['y']!r}. Nothing "
+                             "was spent.") from None
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise ValueError(f"bounds[{name!r}]['y'] must be finite with lo < hi, got {given['y']!r}.")
         return lo, hi
