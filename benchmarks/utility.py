@@ -7,6 +7,11 @@ for the logistic, 0). Each cell is one data set and one release through
 ``pmdp.sample(epsilon=ε, bounds=...)`` with ``method="auto"`` (the route the chooser takes is
 reported), beside plain ``pm.sample`` on the same records; 2 chains × (500 + 500) each.
 
+The gallery's regressions (``tests/gallery_models.py``, at their own N of 150–300) are run the
+same way at ε ∈ {1, 10}, declared with the ranges of their covariates and outcomes
+(``BOUNDS_DECLARATIONS``) instead of the log-likelihood clips of the gallery table, which take
+them to OPS.
+
 Reported per cell: the route; the distance — the largest, over the coefficients, of
 |released mean − plain mean| in plain posterior s.d. (the issue's bar is 3); the width — the
 median ratio of released to plain posterior s.d.; whether every coefficient's plain mean lies
@@ -35,6 +40,7 @@ from _runs import StoredRuns, write_results  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "tests"))
 from glm_models import glm_model as model_of  # noqa: E402
+import gallery_models as G  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 EPSILONS = (0.1, 1.0, 10.0)
@@ -77,29 +83,63 @@ def cell(family: str, n: int, epsilon: float, seed: int = 0) -> dict:
         warnings.simplefilter("ignore")
         plain = pm.sample(500, random_seed=seed, **settings)
     plain_time = time.perf_counter() - start
+    return {"route": ledger.entries[0].details.get("route", "?"), **_compare(private, plain, ("a", "b")),
+            "time": private_time, "plain_time": plain_time}
+
+
+def _compare(private, plain, names) -> dict:
+    """Distance (largest, plain s.d.), median width ratio and honesty over the parameters ``names``."""
+    import pymc_dp as pmdp
+
     posterior = pmdp._compat.get_group(private, "posterior")
     distances, widths, honest = [], [], True
-    for name in ("a", "b"):
+    for name in names:
         got = np.asarray(posterior[name]).reshape(-1, *posterior[name].shape[2:])
         ref = np.asarray(plain.posterior[name]).reshape(-1, *plain.posterior[name].shape[2:])
         mean, sd = ref.mean(0), ref.std(0)
         lo, hi = np.quantile(got, [0.025, 0.975], axis=0)
-        distances += list(np.atleast_1d(np.abs(got.mean(0) - mean) / sd))
-        widths += list(np.atleast_1d(got.std(0) / sd))
+        distances += list(np.ravel(np.abs(got.mean(0) - mean) / sd))
+        widths += list(np.ravel(got.std(0) / sd))
         honest &= bool(np.all((lo < mean) & (mean < hi)))
-    return {"route": ledger.entries[0].details.get("route", "?"), "distance": float(max(distances)),
-            "width": float(np.median(widths)), "honest": honest, "time": private_time, "plain_time": plain_time}
+    return {"distance": float(max(distances)), "width": float(np.median(widths)), "honest": honest}
 
 
-def table(rows: dict[str, dict]) -> str:
-    lines = ["| family | N | ε | route | distance (plain s.d.) | width (× plain) | plain mean in 95 % | time (plain) |",
+def gallery_cell(name: str, epsilon: float, seed: int = 0) -> dict:
+    """One gallery regression through the privacy flag with its bounds, beside plain PyMC."""
+    import pymc as pm
+
+    import pymc_dp as pmdp
+
+    model = getattr(G, name)()
+    settings = dict(tune=500, chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
+    ledger = pmdp.PrivacyLedger()
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        private = pmdp.sample(500, epsilon=epsilon, model=model, ledger=ledger, random_seed=seed, **settings,
+                              **G.BOUNDS_DECLARATIONS[name])
+    private_time = time.perf_counter() - start
+    start = time.perf_counter()
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = pm.sample(500, random_seed=seed, **settings)
+    plain_time = time.perf_counter() - start
+    names = [v.name for v in model.free_RVs]
+    records = int(np.shape(model.rvs_to_values[model.observed_RVs[0]].data)[0])
+    return {"route": ledger.entries[0].details.get("route", "?"), **_compare(private, plain, names),
+            "time": private_time, "plain_time": plain_time, "records": records}
+
+
+def table(rows: dict[str, dict], label: str = "family") -> str:
+    lines = [f"| {label} | N | ε | route | distance (plain s.d.) | width (× plain) | plain mean in 95 % | time (plain) |",
              "|---|---:|---:|---|---:|---:|---|---:|"]
     for key, row in rows.items():
         family, n, eps = key.split("|")
+        n = f"{int(n):,}" if n.isdigit() else f"{row.get('records', 0):,}"
         if "refused" in row:
-            lines.append(f"| {family} | {int(n):,} | {eps} | refused: {row['refused']} | | | | |")
+            lines.append(f"| {family} | {n} | {eps} | refused: {row['refused']} | | | | |")
             continue
-        lines.append(f"| {family} | {int(n):,} | {eps} | {row['route']} | {row['distance']:.2f} | {row['width']:.2f} | "
+        lines.append(f"| {family} | {n} | {eps} | {row['route']} | {row['distance']:.2f} | {row['width']:.2f} | "
                      f"{'yes' if row['honest'] else 'no'} | {row['time']:.0f} s ({row['plain_time']:.0f} s) |")
     return "\n".join(lines)
 
@@ -109,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--families", nargs="*", default=list(FAMILIES))
     parser.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
     parser.add_argument("--epsilons", nargs="*", type=float, default=list(EPSILONS))
+    parser.add_argument("--gallery", nargs="*", default=list(G.BOUNDS_DECLARATIONS))
+    parser.add_argument("--gallery-epsilons", nargs="*", type=float, default=[1.0, 10.0])
     parser.add_argument("--stored-only", action="store_true")
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
@@ -125,7 +167,19 @@ def main(argv: list[str] | None = None) -> int:
                             rows[key] = store.done[key]
                         continue
                     rows[key] = store.get(key, lambda: cell(family, n, eps))
-    write_results("utility", rows, table(rows))
+        gallery = {}
+        for name in args.gallery:
+            for eps in args.gallery_epsilons:
+                key = f"{name}|gallery N|{eps:g}"
+                if args.stored_only:
+                    if key in store.done:
+                        gallery[key] = store.done[key]
+                    continue
+                gallery[key] = store.get(key, lambda: gallery_cell(name, eps))
+    markdown = table(rows)
+    if gallery:
+        markdown += "\n\nThe gallery's regressions, declared with bounds:\n\n" + table(gallery, "model")
+    write_results("utility", {"glm": rows, "gallery": gallery}, markdown)
     return 0
 
 

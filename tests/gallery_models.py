@@ -222,3 +222,16 @@ DECLARATIONS = {
     "ar1": {"loglik_clip": (-8.0, 0.0)},
     "dirichlet_multinomial": {},
 }
+
+
+#: The same regressions declared the other way the docs offer: the ranges of their covariates and outcomes (from the
+#: data's generating form, not the data), which take them to the Laplace route (a Normal linear regression, the
+#: radon model by county) or the measurements route (the GLMs) instead of OPS.
+BOUNDS_DECLARATIONS = {
+    "linear_regression": {"bounds": {"y": {"x": (-4.0, 4.0), "y": (-6.0, 8.0)}}},
+    "logistic_regression": {"bounds": {"y": {"x": (-4.0, 4.0)}}},
+    "poisson_regression": {"bounds": {"y": {"x": (-4.0, 4.0), "y": (0.0, 30.0)}}},
+    "negative_binomial_regression": {"bounds": {"y": {"x": (-4.0, 4.0), "y": (0.0, 60.0)}}},
+    "robust_regression": {"bounds": {"y": {"x": (0.0, 1.0), "y": (-10.0, 15.0)}}},
+    "radon_partial_pooling": {"bounds": {"y": {"x": (0.0, 1.0), "y": (-2.0, 5.0)}}},
+}
