@@ -233,3 +233,19 @@ def test_the_one_step_intervals_cover_at_their_rate_over_200_releases():
     """200 releases, N = 10⁵, ε = 1: coverage of every coefficient in [0.85, 0.95] (±2.4 standard errors of 200)."""
     coverage = _coverage("poisson", 100_000, 200, {"x": (-1, 1), "y": (0, 20)})
     assert np.all((coverage >= 0.85) & (coverage <= 0.95)), coverage
+
+
+@pytest.mark.parametrize("name, route", [
+    ("linear_regression", "laplace"), ("logistic_regression", "measurements"), ("poisson_regression", "measurements"),
+    ("negative_binomial_regression", "measurements"), ("robust_regression", "measurements"),
+    ("radon_partial_pooling", "laplace"),
+])
+def test_the_gallerys_regressions_declared_with_bounds_take_the_statistics_routes(name, route):
+    """The gallery's models as written, declared with their ranges instead of a log-likelihood clip, plan on the
+    Laplace or measurements route (planned and priced only: nothing is spent; benchmarks/utility.py runs them)."""
+    import gallery_models as G
+    from pymc_dp.routes import _plan
+
+    plan = _plan(getattr(G, name)(), 100, 1.0, "auto", PrivacyLedger(), None, dict(G.BOUNDS_DECLARATIONS[name]))
+    assert plan.route == route
+    assert sum(e.epsilon * e.count for e in plan.entries) == pytest.approx(1.0)
