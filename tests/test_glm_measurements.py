@@ -169,6 +169,7 @@ def test_the_privacy_flag_takes_a_poisson_regression_to_the_measurements_route_a
                     random_seed=5)
     assert {e.details["route"] for e in ledger.entries} == {"measurements"}
     assert ledger.entries[0].details["routes_passed_over"] == ["laplace"]
+    assert ledger.entries[0].details["route_reason"].startswith("measurements is the most accurate route in the order")
     assert ledger.total().epsilon == pytest.approx(2.0)
     posterior = _compat.get_group(idata, "posterior")
     assert not set(_compat.group_names(idata)) & {"observed_data", "constant_data", "log_likelihood"}

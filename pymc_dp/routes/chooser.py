@@ -64,7 +64,7 @@ class ChosenRoute(RoutePlan):
         passed = dict(self.passed_over or {})
         return [
             replace(e, details={**e.details, "route": self.route, "route_chosen_by": "method='auto'",
-                                "routes_passed_over": sorted(passed)})
+                                "routes_passed_over": sorted(passed), "route_reason": _reason(self.route, passed)})
             for e in entries
         ]
 
@@ -74,6 +74,14 @@ class ChosenRoute(RoutePlan):
 
     def spent_on_failure(self, failure: BaseException) -> list[LedgerEntry]:
         return self._mark(self.inner.spent_on_failure(failure))
+
+
+def _reason(route: str, passed: Mapping[str, str]) -> str:
+    """Why ``method="auto"`` ran ``route``, in words for the ledger (from the model and declarations only)."""
+    before = [m for m in AUTO_ORDER[:AUTO_ORDER.index(route)]]
+    why = "; ".join(f"{m} did not take this model and its declarations" for m in before if m in passed)
+    first = f"{route} is the most accurate route in the order {', '.join(AUTO_ORDER)} that takes them"
+    return f"{first} ({why})" if why else first
 
 
 def _route_keywords() -> set[str]:
