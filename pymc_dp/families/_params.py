@@ -80,6 +80,8 @@ def constant_count(param: Any, what: str, family: str) -> int:
     try:
         value = pt.get_underlying_scalar_constant_value(param)
     except NotScalarConstantError:
+        if constant_value_graph(param):  # e.g. a slice of an added axis, as PyMC writes n after imputing missing values
+            return check_count(np.asarray(param.eval()).item(), f"the {family} parameter {what!r}")
         raise ValueError(
             f"the {family} parameter {what!r} must be a constant (the sensitivity depends on it), got the "
             f"variable {param!r}."

@@ -21,8 +21,9 @@ clips only decide how much noise is added and how many records are cut (counted 
 curator only). They are computed from public quantities at each point (see
 :func:`pymc_dp.model.score_measurements`).
 
-The whole run is reserved on the ledger before the first draw (one entry per kind of
-release: pilot scores, pilot information, final score, final information).
+The whole run is reserved on the ledger before the first draw (an entry per round for the
+score and one for the information); if a round fails after noise was drawn, the entries drawn
+so far are recorded before the error propagates (what was released is spent).
 """
 
 from __future__ import annotations
@@ -213,25 +214,37 @@ def private_newton(
     rounds: list[NewtonRound] = []
     state = PilotState(np.asarray(prior_mean, dtype=float).copy(), np.diag(np.asarray(prior_precision, dtype=float)))
     cut = 0
-    with ledger.reserve(planned) as reservation:
-        for t, (eps_score, eps_info) in enumerate(budgets):
-            c_score, c_info = clips(point)
-            score_sum, info_sum = np.zeros(d), np.zeros(d * (d + 1) // 2)
-            for scores, infos in per_record(point):
-                scores, a = clip_rows_l1(np.asarray(scores, dtype=float), c_score)
-                infos, b = clip_rows_l1(np.asarray(infos, dtype=float), c_info)
-                cut += max(a, b)
-                score_sum += scores.sum(axis=0)
-                info_sum += infos.sum(axis=0)
-            b_score, b_info = factor * c_score / eps_score, factor * c_info / eps_info
-            score = source.add_laplace(score_sum, b_score)
-            info = unvech(source.add_laplace(info_sum, b_info), d)
-            rounds.append(NewtonRound(point.copy(), score, info, b_score, b_info, c_score, c_info))
-            state.update(point, score, info, b_score)
-            point = newton_step(point, state, bound_step)
+    drawn = 0  # how many of the planned entries' noise has been drawn: what a failure still costs
+
+    def commit(reservation: Any, upto: int) -> tuple:
         clips_used = [[float(r.score_clip), float(r.information_clip)] for r in rounds]
-        recorded = reservation.commit([replace(e, details={**e.details, "clips (score, information) by round": clips_used})
-                                       for e in planned])
+        return reservation.commit([replace(e, details={**e.details, "clips (score, information) by round": clips_used})
+                                   for e in planned[:upto]])
+
+    with ledger.reserve(planned) as reservation:
+        try:
+            for t, (eps_score, eps_info) in enumerate(budgets):
+                c_score, c_info = clips(point)
+                score_sum, info_sum = np.zeros(d), np.zeros(d * (d + 1) // 2)
+                for scores, infos in per_record(point):
+                    scores, a = clip_rows_l1(np.asarray(scores, dtype=float), c_score)
+                    infos, b = clip_rows_l1(np.asarray(infos, dtype=float), c_info)
+                    cut += max(a, b)
+                    score_sum += scores.sum(axis=0)
+                    info_sum += infos.sum(axis=0)
+                b_score, b_info = factor * c_score / eps_score, factor * c_info / eps_info
+                drawn = 2 * t + 1
+                score = source.add_laplace(score_sum, b_score)
+                drawn = 2 * t + 2
+                info = unvech(source.add_laplace(info_sum, b_info), d)
+                rounds.append(NewtonRound(point.copy(), score, info, b_score, b_info, c_score, c_info))
+                state.update(point, score, info, b_score)
+                point = newton_step(point, state, bound_step)
+        except BaseException:
+            if drawn:  # noise was drawn: those releases are spent whatever fails after them
+                commit(reservation, drawn)
+            raise
+        recorded = commit(reservation, len(planned))
     if cut:
         curator_report(f"{cut} record term(s) had a score or information beyond the round's clip and were scaled "
                        "into it (the count is for the curator only: it is not released).", UserWarning, stacklevel=3)

@@ -214,6 +214,7 @@ class RecordDerivatives:
                 return Rop(f, wrt, v, disconnected_outputs="ignore", return_disconnected="zero")
 
         from ..families.base import dist_params
+        from .loglik_clip import _without_parameter_checks
         from pytensor.graph.replace import clone_replace
 
         self.structure = structure
@@ -231,7 +232,7 @@ class RecordDerivatives:
         new_rv = rv.owner.op(*params, size=None, rng=rv.owner.inputs[0])  # no fixed number of records
         terms = pm.logp(new_rv, pt.cast(observed, rv.dtype) if rv.dtype.startswith("int") else observed,
                         warn_rvs=False)
-        terms = _without_fixed_shapes(terms)
+        terms = _without_parameter_checks(_without_fixed_shapes(terms))  # an invalid row is its own NaN, not all's
         # Forward-mode derivatives: along η (elementwise in the records) and along a shared u they are each
         # record's own partial derivative, a vector over the records.
         locals_ = etas + units

@@ -102,7 +102,14 @@ def _columns(var: Any, records: int) -> np.ndarray | None:
     owner = var.owner
     if owner is not None and isinstance(owner.op, Subtensor) and owner.op.idx_list[:1] == (slice(None),):
         if _data(owner.inputs[0], records) is not None and all(isinstance(i, Constant) for i in owner.inputs[1:]):
-            return _data(var.eval(), records) if var.type.ndim else None
+            if not var.type.ndim:
+                return None
+            import pytensor.tensor as pt
+            from pytensor.graph.replace import clone_replace
+
+            leaf = pt.constant(leaf_value(owner.inputs[0]))  # the container's values, whatever wraps it
+            value = np.asarray(clone_replace([var], replace={owner.inputs[0]: leaf}, rebuild_strict=False)[0].eval())
+            return value.astype(float).reshape(records, -1) if value.shape[:1] == (records,) else None
     return _data(var, records)
 
 

@@ -309,8 +309,6 @@ def _warn_if_far(final: NewtonRound, labels: Sequence[str]) -> None:
 
 
 def _outcome_range(rv: Any, given: Mapping[str, Any], name: str, public: frozenset = frozenset()) -> tuple[float, float]:
-    from pytensor.graph.basic import Constant
-
     from ..families.base import dist_params
 
     op = getattr(rv.owner.op, "name", "")
@@ -326,14 +324,14 @@ def _outcome_range(rv: Any, given: Mapping[str, Any], name: str, public: frozens
     if op == "bernoulli":
         return 0.0, 1.0
     if op == "binomial":
-        from pytensor.compile.sharedvalue import SharedVariable
+        from ..families._params import constant_value
 
-        from .regression import _strip, _undim, leaf_value
-
-        n = _undim(_strip(dist_params(rv)[0]))
-        value = leaf_value(n) if isinstance(n, Constant) or (isinstance(n, SharedVariable) and n.name in public) else None
-        if value is not None and value.size == 1:
-            return 0.0, float(value.reshape(()))
+        try:  # a constant however PyMC wrapped it (after imputing missing values: a slice of an added axis)
+            n = constant_value(dist_params(rv)[0])
+        except ValueError:
+            n = None
+        if n is not None:
+            return 0.0, n
     raise ValueError(
         f"observed variable {name!r} ({op or 'its likelihood'}) needs its outcome's range for the measurements "
         f"route: declare bounds={{{name!r}: {{'x': (lo, hi), 'y': (lo, hi)}}}}; outcomes outside are clipped. "
@@ -441,4 +439,5 @@ def plan_score_privatization(
         schedule=NewtonSchedule(rounds=int(rounds)), public=public_names, neighbouring=neighbouring,
     )
     plan.rehearse()
+    plan.clips(mean)  # the first round's clips, public: a box with no valid point is refused before any spend
     return plan
