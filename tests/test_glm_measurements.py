@@ -250,3 +250,40 @@ def test_the_gallerys_regressions_declared_with_bounds_take_the_statistics_route
     plan = _plan(getattr(G, name)(), 100, 1.0, "auto", PrivacyLedger(), None, dict(G.BOUNDS_DECLARATIONS[name]))
     assert plan.route == route
     assert sum(e.epsilon * e.count for e in plan.entries) == pytest.approx(1.0)
+
+
+def test_a_public_variable_reading_the_private_covariates_is_refused():
+    """A NumPy design read by the private likelihood and by a variable declared public would stay, unnoised, in the
+    record-free model with the public one: refused before anything is spent (as a shared pm.Data container is)."""
+    x, y = _records("poisson", 300, 7)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 1, shape=2)
+        pm.Poisson("y", mu=pm.math.exp(a + x @ b), observed=y)
+        pm.Normal("z", mu=x @ b, sigma=1, observed=np.zeros(300))
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="public observed variable 'z' reads data a private likelihood reads too"):
+        _sample(model, ledger, method="measurements", public=["z"], bounds={"y": {"x": (-1, 1), "y": (0, 20)}})
+    assert len(ledger) == 0 and not ledger.reserved
+
+
+def test_a_round_that_fails_after_its_noise_was_drawn_still_records_what_it_drew():
+    x, y = _records("poisson", 200, 8)
+    plan = plan_score_privatization(_glm("poisson", x, y), 1.0, bounds={"y": {"x": (-1, 1), "y": (0, 20)}})
+    calls = []
+
+    def records(point):
+        calls.append(point)
+        if len(calls) == 2:
+            raise FloatingPointError("a failure in the second round")
+        return plan.derivatives.chunks(point, plan.outcomes, plan.designs)
+
+    ledger = PrivacyLedger()
+    with pytest.raises(FloatingPointError):
+        private_newton(records, plan.clips, start=plan.prior_mean, prior_mean=plan.prior_mean,
+                       prior_precision=np.ones(3), bound_step=plan.bound_step, epsilon=1.0, schedule=plan.schedule,
+                       ledger=ledger, rng=1)
+    # The first round's score and information were released: they are spent; nothing else is, nothing is held.
+    assert [e.touched.split(": ")[-1] for e in ledger.entries] == ["score at pilot point 1",
+                                                                   "information at pilot point 1"]
+    assert not ledger.reserved

@@ -420,6 +420,7 @@ def rebuild_with_likelihoods(
             f"{sorted(n.outputs[0].name for n in observed_nodes)} read: they hold the private records (or are computed "
             "with them), so they cannot be declared public. Leave them out of public=; nothing was spent."
         )
+    _refuse_shared_records(observed_nodes, all_observed, public, free_outputs, record_counts, declared_sizes)
     # Deterministics of the records cannot stay: drop them and say so.
     dropped: dict[str, str] = {}
     for node in list(fg.apply_nodes):
@@ -490,6 +491,33 @@ _N_PRIVATE_NOTE = (
     "dims=...) and name it in public=[...]), and a pm.Data container with dims is group-level data only when "
     "every observed variable names its records' dim (dims=...)."
 )
+
+
+def _refuse_shared_records(observed_nodes: list, all_observed: list, public: frozenset[str], free: list,
+                           record_counts: list[int], sizes: list) -> None:
+    """Refuse a public observed variable that reads the private records: data (a NumPy array as well as a
+    ``pm.Data`` container) that a private likelihood also reads. The public variable stays in the record-free model
+    as it is, so whatever data it reads is released with it, unnoised."""
+    from ..model.regression import leaf_value
+
+    def leaves(outputs: list) -> list[Any]:
+        return data_leaves(outputs, blockers=free, record_counts=record_counts, public=sizes)
+
+    private = [leaf_value(v) for v in leaves([n.outputs[0] for n in observed_nodes])]
+    for node in all_observed:
+        name = node.outputs[0].name
+        if name not in public:
+            continue
+        for leaf in leaves([node.inputs[0]]):  # its distribution's inputs (its own records are public)
+            value = leaf_value(leaf)
+            if value is not None and any(p is not None and p.shape == value.shape and np.array_equal(p, value)
+                                         for p in private):
+                what = "an array of the records" if n_is_private() else describe_leaf(leaf)  # no length under add/remove
+                raise ValueError(
+                    f"the public observed variable {name!r} reads data a private likelihood reads too ({what}): kept in the record-free model as it is, it would release those records "
+                    "unnoised. Give it its own public data (its own pm.Data rows), or leave it out of public=; "
+                    "nothing was spent."
+                )
 
 
 def _private_reach(fg: Any, public_outputs: list[Any], new_outputs: list[Any], read_by_private: set) -> list[Any]:
