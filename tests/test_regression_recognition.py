@@ -118,7 +118,7 @@ def test_a_public_likelihood_reading_the_private_design_does_not_make_it_public(
         b = pm.Normal("b", 0, 1, shape=3)
         pm.Bernoulli("y", logit_p=X_private @ b, observed=Y)
         pm.Bernoulli("survey", logit_p=X_private[:10] @ b, observed=Y[:10])  # the private rows, mislabelled
-    with pytest.raises(ValueError, match=r"data outside its observed variables \('X'"):
+    with pytest.raises(ValueError, match=r"'survey' reads data a private likelihood reads too \('X'"):
         _plan(model, public=["survey"]).release(PrivacyLedger(), rng=0)
 
 
