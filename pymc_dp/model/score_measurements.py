@@ -158,21 +158,18 @@ class ScorePrivatization:
                 max(float(np.abs(info[finite]).sum(axis=1).max()), 1e-12))
 
     def bound_step(self, step: np.ndarray) -> np.ndarray:
-        """A pilot step shortened so that no linear predictor moves by more than :data:`TRUST_REGION` in root mean
-        square over the box, nor a nuisance by more than that on its unconstrained scale (public: bounds and
-        releases only)."""
-        step = np.asarray(step, dtype=float).copy()
-        col = 0
+        """A pilot step shortened, its direction kept, so that no linear predictor moves by more than
+        :data:`TRUST_REGION` in root mean square over the box, nor a nuisance by more than that on its unconstrained
+        scale (public: bounds and releases only)."""
+        step = np.asarray(step, dtype=float)
+        reaches, col = [], 0
         for lo, hi in zip(self.lower, self.upper):
             size = len(lo)
             mean, var = (lo + hi) / 2, (hi - lo) ** 2 / 12  # the box's coordinates as independent uniforms
-            part = step[col:col + size]
-            reach = float(np.sqrt(np.sum(part**2 * (var + mean**2))))
-            if reach > TRUST_REGION:
-                step[col:col + size] *= TRUST_REGION / reach
+            reaches.append(float(np.sqrt(np.sum(step[col:col + size] ** 2 * (var + mean**2)))))
             col += size
-        step[col:] = np.clip(step[col:], -TRUST_REGION, TRUST_REGION)
-        return step
+        reaches += list(np.abs(step[col:]))
+        return step * min(1.0, TRUST_REGION / max(max(reaches), 1e-300))
 
     def release(self, ledger: PrivacyLedger, rng: Any = None) -> PrivateScore:
         """Draw the noise round by round (charging ``ledger``) and build the record-free model."""
@@ -377,8 +374,15 @@ def _prior_summary(structure: GlmStructure, model: Any) -> tuple[np.ndarray, np.
     return q50, np.clip((q84 - q16) / 2, 1e-3, 1e3)
 
 
+def default_rounds(structure: GlmStructure) -> int:
+    """Four releases, two more per nuisance: from the prior's centre a shape or dispersion parameter converges more
+    slowly than the coefficients (measured on Gamma and negative binomial regressions: with four rounds the last
+    point stayed up to 0.8 from log k), and the pilots must bring the last point near the parameters. At most 10."""
+    return min(4 + 2 * len(structure.nuisances), 10)
+
+
 def plan_score_privatization(
-    model: Any, epsilon: float, *, bounds: Mapping[str, Any] | None, rounds: int = 4, public: Sequence[str] = (),
+    model: Any, epsilon: float, *, bounds: Mapping[str, Any] | None, rounds: int | None = None, public: Sequence[str] = (),
     neighbouring: str = "replace",
 ) -> ScorePrivatization:
     """Validate the privacy flag on a GLM completely and price it; nothing is spent.
@@ -393,7 +397,7 @@ def plan_score_privatization(
     if neighbouring != "replace":
         raise ValueError("the GLM measurements use replace-one neighbouring (N public); the ledger uses "
                          f"{neighbouring!r}. Nothing was spent.")
-    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1):
         raise ValueError(f"rounds must be a positive integer (pilot rounds plus the final one, e.g. 3), got {rounds!r}.")
     public_names, rv, outcomes = single_private_observed(model, public, "GLM measurements")
     why: list[str] = []
@@ -436,7 +440,8 @@ def plan_score_privatization(
         model=model, name=rv.name, structure=structure, derivatives=derivatives, outcomes=clipped_y,
         designs=tuple(designs), outcome_range=(lo_y, hi_y), lower=tuple(lows), upper=tuple(highs),
         labels=tuple(structure.labels(transform_of)), prior_mean=mean, prior_scale=scale, epsilon=eps,
-        schedule=NewtonSchedule(rounds=int(rounds)), public=public_names, neighbouring=neighbouring,
+        schedule=NewtonSchedule(rounds=default_rounds(structure) if rounds is None else int(rounds)),
+        public=public_names, neighbouring=neighbouring,
     )
     plan.rehearse()
     plan.clips(mean)  # the first round's clips, public: a box with no valid point is refused before any spend

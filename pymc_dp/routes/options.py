@@ -89,8 +89,9 @@ class Measurements(RouteOptions):
         ``"auto"`` (default): ``"gradients"`` when one of its own options below is given,
         else ``"newton"``; or either by name.
     rounds
-        The newton engine's releases: ``rounds − 1`` pilot points, then the final one
-        (default 4; the final takes 60 % of ε).
+        The newton engine's releases: ``rounds − 1`` pilot points, then the final one (the
+        final takes 60 % of ε). Default: 4, plus 2 per scalar parameter shared by the records
+        (σ, a dispersion, a shape), at most 10.
     features
         (gradients engine) The covariates' distribution, which the likelihood integrates over: an (M, k)
         array of public covariate rows (k covariates, no intercept column), or
@@ -115,7 +116,7 @@ class Measurements(RouteOptions):
     method: ClassVar[str] = "measurements"
     bounds: Mapping[str, Mapping[str, Any]] | None = None
     engine: str = "auto"
-    rounds: int = 4
+    rounds: int | None = None
     features: Any = "measured"
     feature_share: float = 0.2
     iterations: int = 10
