@@ -135,8 +135,8 @@ class ScorePrivatization:
         interior = rng.uniform(size=(_SAMPLED_POINTS // 4, k))
         unit = np.vstack([corners, interior])
         ys = np.array([lo_y, (lo_y + hi_y) / 2, hi_y])
-        if self.outcomes.dtype.kind in "iu" or np.all(np.mod(self.outcome_range, 1) == 0):
-            ys = np.unique(np.round(ys))
+        if str(self.structure.rv.dtype).startswith(("int", "uint")):  # counts: the whole numbers of the range
+            ys = np.unique(np.clip(np.round(ys), np.ceil(lo_y), np.floor(hi_y)))
         unit = np.repeat(unit, len(ys), axis=0)
         y = np.tile(ys, len(unit) // len(ys))
         designs, col = [], 0
@@ -416,6 +416,11 @@ def plan_score_privatization(
         given = {}
     lows, highs = _covariate_box(given, structure, rv.name)
     lo_y, hi_y = _outcome_range(rv, given, rv.name, public_names)
+    if str(rv.dtype).startswith(("int", "uint")):  # counts: clipped to whole numbers, never between them
+        lo_y, hi_y = float(np.ceil(lo_y)), float(np.floor(hi_y))
+        if lo_y >= hi_y:
+            raise ValueError(f"bounds[{rv.name!r}]['y'] holds fewer than two whole numbers for a count; widen it. "
+                             "Nothing was spent.")
     transform_of = _transform_of(model)
     derivatives = RecordDerivatives(structure, transform_of)
     # A record with a value that is not finite becomes the default record (the outcome's lower bound, the middle of
