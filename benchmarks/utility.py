@@ -31,6 +31,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,37 +57,6 @@ FAMILIES = {
 }
 
 
-def cell(family: str, n: int, epsilon: float, seed: int = 0) -> dict:
-    import pymc as pm
-
-    import pymc_dp as pmdp
-
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-1, 1, (n, 2))
-    outcome, draw = FAMILIES[family]
-    y = draw(1.0 + x @ SLOPES, rng)
-    model = model_of(family, x, y)
-    bounds = {"x": (-1.0, 1.0), **({"y": outcome} if outcome else {})}
-    settings = dict(tune=500, chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
-    ledger = pmdp.PrivacyLedger()
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            private = pmdp.sample(500, epsilon=epsilon, model=model, ledger=ledger, bounds={"y": bounds},
-                                  random_seed=seed, **settings)
-        except ValueError as err:
-            return {"refused": str(err).splitlines()[0][:160]}
-    private_time = time.perf_counter() - start
-    start = time.perf_counter()
-    with model, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        plain = pm.sample(500, random_seed=seed, **settings)
-    plain_time = time.perf_counter() - start
-    return {"route": ledger.entries[0].details.get("route", "?"), **_compare(private, plain, ("a", "b")),
-            "time": private_time, "plain_time": plain_time}
-
-
 def _compare(private, plain, names) -> dict:
     """Distance (largest, plain s.d.), median width ratio and honesty over the parameters ``names``."""
     import pymc_dp as pmdp
@@ -104,30 +74,46 @@ def _compare(private, plain, names) -> dict:
     return {"distance": float(max(distances)), "width": float(np.median(widths)), "honest": honest}
 
 
-def gallery_cell(name: str, epsilon: float, seed: int = 0) -> dict:
-    """One gallery regression through the privacy flag with its bounds, beside plain PyMC."""
+def _beside_plain(model, declarations: dict, epsilon: float, seed: int, names) -> dict:
+    """One release through the privacy flag (``method="auto"``) and plain PyMC on the same model, compared."""
     import pymc as pm
 
     import pymc_dp as pmdp
 
-    model = getattr(G, name)()
     settings = dict(tune=500, chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
     ledger = pmdp.PrivacyLedger()
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        private = pmdp.sample(500, epsilon=epsilon, model=model, ledger=ledger, random_seed=seed, **settings,
-                              **G.BOUNDS_DECLARATIONS[name])
+        try:
+            private = pmdp.sample(500, epsilon=epsilon, model=model, ledger=ledger, random_seed=seed, **settings,
+                                  **declarations)
+        except ValueError as err:
+            return {"refused": str(err).splitlines()[0][:160]}
     private_time = time.perf_counter() - start
     start = time.perf_counter()
     with model, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plain = pm.sample(500, random_seed=seed, **settings)
-    plain_time = time.perf_counter() - start
-    names = [v.name for v in model.free_RVs]
-    records = int(np.shape(model.rvs_to_values[model.observed_RVs[0]].data)[0])
     return {"route": ledger.entries[0].details.get("route", "?"), **_compare(private, plain, names),
-            "time": private_time, "plain_time": plain_time, "records": records}
+            "time": private_time, "plain_time": time.perf_counter() - start}
+
+
+def cell(family: str, n: int, epsilon: float, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (n, 2))
+    outcome, draw = FAMILIES[family]
+    y = draw(1.0 + x @ SLOPES, rng)
+    bounds = {"x": (-1.0, 1.0), **({"y": outcome} if outcome else {})}
+    return _beside_plain(model_of(family, x, y), {"bounds": {"y": bounds}}, epsilon, seed, ("a", "b"))
+
+
+def gallery_cell(name: str, epsilon: float, seed: int = 0) -> dict:
+    """One gallery regression through the privacy flag with its bounds, beside plain PyMC."""
+    model = getattr(G, name)()
+    records = int(np.shape(model.rvs_to_values[model.observed_RVs[0]].data)[0])
+    names = [v.name for v in model.free_RVs]
+    return {**_beside_plain(model, G.BOUNDS_DECLARATIONS[name], epsilon, seed, names), "records": records}
 
 
 def table(rows: dict[str, dict], label: str = "family") -> str:
@@ -156,26 +142,18 @@ def main(argv: list[str] | None = None) -> int:
     from threadpoolctl import threadpool_limits
 
     store = StoredRuns(HERE / "results" / "utility_runs.jsonl")
-    rows = {}
+
+    def run(keys: dict[str, Any]) -> dict[str, dict]:
+        """Each key's stored result, computing the missing ones unless --stored-only."""
+        if args.stored_only:
+            return {k: store.done[k] for k in keys if k in store.done}
+        return {k: store.get(k, compute) for k, compute in keys.items()}
+
     with threadpool_limits(1):
-        for family in args.families:
-            for n in args.sizes:
-                for eps in args.epsilons:
-                    key = f"{family}|{n}|{eps:g}"
-                    if args.stored_only:
-                        if key in store.done:
-                            rows[key] = store.done[key]
-                        continue
-                    rows[key] = store.get(key, lambda: cell(family, n, eps))
-        gallery = {}
-        for name in args.gallery:
-            for eps in args.gallery_epsilons:
-                key = f"{name}|gallery N|{eps:g}"
-                if args.stored_only:
-                    if key in store.done:
-                        gallery[key] = store.done[key]
-                    continue
-                gallery[key] = store.get(key, lambda: gallery_cell(name, eps))
+        rows = run({f"{family}|{n}|{eps:g}": (lambda f=family, n=n, e=eps: cell(f, n, e))
+                    for family in args.families for n in args.sizes for eps in args.epsilons})
+        gallery = run({f"{name}|gallery N|{eps:g}": (lambda m=name, e=eps: gallery_cell(m, e))
+                       for name in args.gallery for eps in args.gallery_epsilons})
     markdown = table(rows)
     if gallery:
         markdown += "\n\nThe gallery's regressions, declared with bounds:\n\n" + table(gallery, "model")
