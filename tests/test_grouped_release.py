@@ -64,7 +64,11 @@ def test_a_varying_intercept_regression_is_released_by_group_in_one_ledger_entry
     assert any("parallel composition" in a for a in entry.assumptions)
     assert ledger.total().epsilon == pytest.approx(1.0)
     names = {v.name for v in private.model.free_RVs}
-    assert {"a", "b", "sigma", "y_county_0_n_records_log_ratio", "y_county_2_x_mu"} <= names
+    # each latent variable once, the groups its first dim (not one copy per group)
+    assert {"a", "b", "sigma", "y_n_records_log_ratio", "y_x_mu", "y_x_scale"} <= names and len(names) <= 8
+    dims = private.model.named_vars_to_dims
+    assert dims["y_n_records_log_ratio"] == ("county",) and dims["y_x_mu"][0] == "county"
+    assert dims["y_n_records"] == ("county",)
     assert not private.model.observed_RVs and not private.model.data_vars
 
 

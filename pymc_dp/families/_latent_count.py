@@ -41,7 +41,7 @@ from .release_design import ReleaseDesign, design_input, identity_design
 
 __all__ = [
     "latent_count_noise_aware_logp", "latent_count_mixing_size", "latent_record_count", "record_count_name",
-    "log_ratio_name", "initial_record_count",
+    "log_ratio_name", "initial_record_count", "noise_moment_matched",
 ]
 
 
@@ -106,14 +106,41 @@ def _released_record_moments(family: Any, design: ReleaseDesign, params: Mapping
     return mean, cov, to_released
 
 
+def noise_moment_matched(stats: Any) -> bool:
+    """Whether the Laplace noise on the released sums is moment-matched by a Normal of its variance.
+
+    Decided from public numbers only, as :func:`pymc_dp.observe_bounded_sum` decides it: for a
+    release of more than two sums beside its count whose design gives reference variances v_j (one
+    record's variance of centred coordinate j, uniform on the declared box), when the noise
+    variance ``2 (b/w_j)²`` of the median moving sum is below its sampling variance ``N̂·v_j``
+    (N̂ the count estimated from the release). The sum of a wider Normal and the Laplace noise is
+    then close to Normal, and the likelihood ``Normal(m, C + 2I)`` (at unit noise) needs no
+    noise-mixing variables, whose funnels make NUTS take small steps (a 20-group regression at
+    N = 10⁵: 174 s against 41 s). Where the noise dominates, the exact scale mixture is kept.
+    """
+    design = getattr(stats, "design", None)
+    if stats.mechanism == "gaussian" or design is None or design.reference_variances is None:
+        return False
+    if not stats.family.count_released_alone(stats.neighbouring):
+        return False
+    sums = int(np.size(stats.noisy)) - 1
+    v = np.asarray(design.reference_variances, dtype=float)[:sums]
+    moving = np.array([j for j in range(sums) if v[j] > 0 and j not in design.zero_coordinates], dtype=int)
+    if sums <= 2 or moving.size == 0:
+        return False
+    noise = 2.0 * (float(stats.scale) / design.weights[moving]) ** 2
+    return bool(np.median(noise / (initial_record_count(stats) * v[moving])) < 1.0)
+
+
 def latent_count_mixing_size(stats: Any) -> int:
     """How many noise-mixing variables the add/remove likelihood of ``stats`` needs (see the module docstring).
 
-    N released on its own: one per released sum when there are more than two sums; counts that
-    sum to N: none for one-hot counts (independent), else one per count above two.
+    N released on its own: one per released sum when there are more than two sums, unless the noise is
+    moment-matched (:func:`noise_moment_matched`); counts that sum to N: none for one-hot counts
+    (independent), else one per count above two.
     """
     released = int(np.size(stats.noisy))
-    if stats.mechanism == "gaussian":  # Gaussian noise convolves with the central limit in closed form
+    if stats.mechanism == "gaussian" or noise_moment_matched(stats):  # closed form: no mixing variables
         return 0
     if stats.family.count_released_alone(stats.neighbouring):
         return released - 1 if released - 1 > 2 else 0
@@ -165,9 +192,15 @@ def latent_count_noise_aware_logp(stats: Any, params: Mapping[str, Any], count: 
         return gaussian_noise_logp(scaled, m, c) - numbers[1]
     if alone:  # the sums given N, times the count's own noise (unit Laplace at this scale)
         sums = d - 1
-        given_n = (normal_laplace_logpdf(scaled[0], m[0], pt.sqrt(c[0, 0]), 1.0) if sums == 1 else
-                   clt_noise_aware_logp(family.name, scaled[:sums], 1.0, 1.0, "replace", m[:sums], c[:sums, :sums],
-                                        noise_mixing))
+        if sums == 1:
+            given_n = normal_laplace_logpdf(scaled[0], m[0], pt.sqrt(c[0, 0]), 1.0)
+        elif noise_moment_matched(stats):  # unit Laplace noise, variance 2, moment-matched
+            from .release_design import gaussian_noise_logp
+
+            given_n = gaussian_noise_logp(scaled[:sums], m[:sums], c[:sums, :sums], noise_variance=2.0)
+        else:
+            given_n = clt_noise_aware_logp(family.name, scaled[:sums], 1.0, 1.0, "replace", m[:sums], c[:sums, :sums],
+                                           noise_mixing)
         logp = given_n - pt.abs(scaled[sums] - m[sums]) - np.log(2.0)
     elif family.one_hot_counts:  # independent Poisson(λ p_j) counts, each with its own noise
         logp = pt.sum(normal_laplace_logpdf(scaled, m, pt.sqrt(pt.diagonal(c)), 1.0))

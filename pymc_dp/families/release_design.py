@@ -383,14 +383,15 @@ def designed_noise_aware_logp(family: Any, design: ReleaseDesign, n: float, scal
     return logp - numbers[2]
 
 
-def gaussian_noise_logp(scaled_release: Any, mean: Any, cov: Any) -> Any:
+def gaussian_noise_logp(scaled_release: Any, mean: Any, cov: Any, noise_variance: float = 1.0) -> Any:
     """log p(z/σ) of a released vector with unit Gaussian noise, its sum Normal(mean, cov): Normal(mean, cov + I).
 
     The Gaussian noise convolves with the central-limit Normal in closed form, so a Gaussian
-    release needs no noise-mixing variables, whatever its dimension.
+    release needs no noise-mixing variables, whatever its dimension. ``noise_variance``: the
+    noise's variance at this scale (2 for a unit Laplace noise moment-matched by a Normal).
     """
     import pymc as pm
     import pytensor.tensor as pt
 
     size = cov.type.shape[0] if cov.type.shape[0] is not None else scaled_release.type.shape[0]
-    return pm.logp(pm.MvNormal.dist(mu=mean, cov=cov + pt.eye(size, dtype="float64")), scaled_release)
+    return pm.logp(pm.MvNormal.dist(mu=mean, cov=cov + noise_variance * pt.eye(size, dtype="float64")), scaled_release)

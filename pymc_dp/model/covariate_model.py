@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .._compat import model_var
+from .latent_variables import NEW_COORDS_TAG, new_free_variable
 
 __all__ = ["covariate_parameters", "covariate_dim", "new_free_variable", "COVARIATE_ASSUMPTION", "NEW_COORDS_TAG"]
 
@@ -40,10 +40,6 @@ COVARIATE_ASSUMPTION = (
     "{name}_x_mu, {name}_x_scale{mixing}, priors from the declared bounds) so that the noise on XᵀX, Xᵀy and yᵀy "
     "can be integrated out"
 )
-
-
-#: The tag a new variable's own coords ride on, ``{dim: labels}``, for the rebuilt model to register.
-NEW_COORDS_TAG = "pymc_dp_new_coords"
 
 
 def covariate_dim(name: str, columns: Sequence[tuple[str | None, str | None, int]]) -> tuple[tuple[str, ...], Any]:
@@ -67,21 +63,6 @@ def covariate_dim(name: str, columns: Sequence[tuple[str | None, str | None, int
     if len(set(labels)) < len(labels):  # e.g. two unnamed terms: positions only
         labels = [f"x{i}" for i in range(len(columns))]
     return (f"{name}_covariate",), tuple(labels)
-
-
-def new_free_variable(name: str, dist: Any, new_outputs: list[Any], transform: Any = None,
-                      dims: Sequence[str] = (), labels: Any = None) -> Any:
-    """``dist`` as a free variable ``name`` of a model graph (FunctionGraph form), queued in ``new_outputs``.
-
-    ``labels``: the coords of a new dim ``dims[0]``, tagged on the variable for the rebuilt model.
-    """
-    dist.name = name
-    value = dist.type(name=f"{name}_log__" if transform is not None else name)
-    var = model_var("free", dist, name, value=value, transform=transform, dims=dims)
-    if labels is not None:
-        setattr(var.tag, NEW_COORDS_TAG, {dims[0]: tuple(labels)})
-    new_outputs.append(var)
-    return var
 
 
 def covariate_parameters(name: str, family: Any, bounds: Mapping[str, Any], new_outputs: list[Any],

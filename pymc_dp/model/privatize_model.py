@@ -35,7 +35,8 @@ from ..families.grouped import GroupedPrepared, GroupedStatistics, release_group
 from ..accounting.curator import curator_report
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths, n_is_private, number_of_records_private
-from .covariate_model import COVARIATE_ASSUMPTION, NEW_COORDS_TAG, covariate_parameters, new_free_variable
+from .covariate_model import COVARIATE_ASSUMPTION, covariate_parameters
+from .latent_variables import NEW_COORDS_TAG, LatentsByGroup, new_deterministic, new_free_variable
 from .group_index import GroupIndex, _index_values, group_index_of, observed_group_view, sum_of_group_terms
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
@@ -333,19 +334,24 @@ def _statistics_likelihoods(
         grouped = isinstance(s, GroupedStatistics)
         value = _observed_value(node.inputs[1]) if grouped or s.family.name == "linear_regression" else None
         rows = int(np.shape(value)[0]) if np.ndim(value) else 1
-        if grouped:  # one likelihood per group, each on its own part of the release
-            terms = [build_one(group_variable_name(name, s.dim, g), part, observed_group_view(node.inputs[0], rows, g),
-                               rows, free, sizes, new_outputs, noise_aware[name])
-                     for g, part in enumerate(s.parts)]
+        if grouped:  # one likelihood per group, each on its own part of the release, its latents one row of each
+            latents = LatentsByGroup(new_outputs, len(s.parts), s.dim or group_dim_name(name),
+                                     None if s.dim else s.labels)
+            terms = []
+            for g, part in enumerate(s.parts):
+                latents.group = g
+                terms.append(build_one(name, part, observed_group_view(node.inputs[0], rows, g), rows, free, sizes,
+                                       latents, noise_aware[name]))
+            latents.finish()
             return sum_of_group_terms(terms)
         return build_one(name, s, node.inputs[0], rows, free, sizes, new_outputs, noise_aware[name])
 
     return {name: partial(build, name) for name in stats}
 
 
-def group_variable_name(name: str, dim: str | None, g: int | str) -> str:
-    """The prefix of group ``g``'s latent variables (count, noise mixing, covariate model): ``y_county_3``."""
-    return f"{name}_{dim or 'group'}_{g}"
+def group_dim_name(name: str) -> str:
+    """The dim of a hierarchy's latent variables when its group index has none of the model's: ``y_group``."""
+    return f"{name}_group"
 
 
 def _rebuild_without_records(
@@ -554,7 +560,7 @@ def _record_count_rv(name: str, new_outputs: list[Any], count_of: Callable[[Any]
 
     log_ratio = new_free_variable(log_ratio_name(name), pm.Flat.dist(), new_outputs)
     count = count_of(log_ratio)
-    new_outputs.append(model_var("deterministic", count, name))
+    new_deterministic(count, name, new_outputs)
     return log_ratio, count
 
 
@@ -739,10 +745,11 @@ def _likelihood_note(name: str, noise_aware: bool, family: Any = None, bounds: A
     if noise_aware:
         if family is not None and family.name == "linear_regression":
             lo, hi = family.box(bounds)
-            prefix = name if group_dim is False else group_variable_name(name, group_dim, "<g>")
-            mixing = f", {prefix}_x_mixing" if int(np.sum(lo[:-1] != hi[:-1])) > 1 else ""
-            note = COVARIATE_ASSUMPTION.format(name=prefix, mixing=mixing).replace(repr(prefix), repr(name), 1)
-            return (note + ("" if group_dim is False else ", in each group g"),)
+            mixing = f", {name}_x_mixing" if int(np.sum(lo[:-1] != hi[:-1])) > 1 else ""
+            note = COVARIATE_ASSUMPTION.format(name=name, mixing=mixing)
+            if group_dim is not False:
+                note += f", in each group (their first dim, {group_dim or group_dim_name(name)!r})"
+            return (note,)
         return ()
     return (f"plug-in likelihood for {name!r}: the released statistics are read as if exact (the posterior "
             "ignores the noise, and is over-confident where the noise is comparable to the statistics)",)
