@@ -7,6 +7,9 @@ for the logistic, 0). Each cell is one data set and one release through
 ``pmdp.sample(epsilon=ε, bounds=...)`` with ``method="auto"`` (the route the chooser takes is
 reported), beside plain ``pm.sample`` on the same records; 2 chains × (500 + 500) each.
 
+A hierarchy — varying intercepts ``a[county_idx]`` by 20 groups, a shared slope — is run at
+N ∈ {10⁴, 10⁵} the same way (``--hierarchy-cells``).
+
 The gallery's regressions (``tests/gallery_models.py``, at their own N of 150–300) are run the
 same way at ε ∈ {1, 10}, declared with the ranges of their covariates and outcomes
 (``BOUNDS_DECLARATIONS``) instead of the log-likelihood clips of the gallery table, which take
@@ -108,6 +111,29 @@ def cell(family: str, n: int, epsilon: float, seed: int = 0) -> dict:
     return _beside_plain(model_of(family, x, y), {"bounds": {"y": bounds}}, epsilon, seed, ("a", "b"))
 
 
+#: The hierarchy of the issue: varying intercepts by 20 groups and a shared slope, records by group at random.
+GROUPS = 20
+
+
+def hierarchy_model(n: int, seed: int = 0) -> Any:
+    """``a[county_idx] + b * x`` with ``a ~ Normal(mu_a, sigma_a)`` over 20 counties, coords and ``pm.Data``."""
+    import pymc as pm
+
+    rng = np.random.default_rng(seed)
+    idx, x = rng.integers(0, GROUPS, n), rng.uniform(-1, 1, n)
+    y = rng.normal(rng.normal(0, 1, GROUPS)[idx] + 0.5 * x, 1.0)
+    with pm.Model(coords={"county": [f"c{g}" for g in range(GROUPS)]}) as model:
+        county_idx, x_data = pm.Data("county_idx", idx), pm.Data("x", x)
+        a = pm.Normal("a", pm.Normal("mu_a", 0, 2), pm.HalfNormal("sigma_a", 2), dims="county")
+        pm.Normal("y", a[county_idx] + pm.Normal("b", 0, 2) * x_data, pm.HalfNormal("sigma", 2), observed=y)
+    return model
+
+
+def hierarchy_cell(n: int, epsilon: float, seed: int = 0) -> dict:
+    bounds = {"y": {"x": (-1.0, 1.0), "y": (-6.0, 6.0)}}
+    return _beside_plain(hierarchy_model(n, seed), {"bounds": bounds}, epsilon, seed, ("a", "b", "sigma"))
+
+
 def gallery_cell(name: str, epsilon: float, seed: int = 0) -> dict:
     """One gallery regression through the privacy flag with its bounds, beside plain PyMC."""
     model = getattr(G, name)()
@@ -137,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epsilons", nargs="*", type=float, default=list(EPSILONS))
     parser.add_argument("--gallery", nargs="*", default=list(G.BOUNDS_DECLARATIONS))
     parser.add_argument("--gallery-epsilons", nargs="*", type=float, default=[1.0, 10.0])
+    parser.add_argument("--hierarchy-cells", nargs="*", default=["10000|1", "100000|1", "100000|10"],
+                        help="N|ε of the 20-group hierarchy")
     parser.add_argument("--stored-only", action="store_true")
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
@@ -154,10 +182,16 @@ def main(argv: list[str] | None = None) -> int:
                     for family in args.families for n in args.sizes for eps in args.epsilons})
         gallery = run({f"{name}|gallery N|{eps:g}": (lambda m=name, e=eps: gallery_cell(m, e))
                        for name in args.gallery for eps in args.gallery_epsilons})
+        hierarchy = run({f"20 groups|{cell_key}": (lambda c=cell_key: hierarchy_cell(int(c.split("|")[0]),
+                                                                                      float(c.split("|")[1])))
+                         for cell_key in args.hierarchy_cells})
     markdown = table(rows)
+    if hierarchy:
+        markdown += ("\n\nThe hierarchy (varying intercepts by 20 groups, a shared slope and σ; distance and width over "
+                     "a, b and σ):\n\n" + table(hierarchy, "model"))
     if gallery:
         markdown += "\n\nThe gallery's regressions, declared with bounds:\n\n" + table(gallery, "model")
-    write_results("utility", {"glm": rows, "gallery": gallery}, markdown)
+    write_results("utility", {"glm": rows, "gallery": gallery, "hierarchy": hierarchy}, markdown)
     return 0
 
 
