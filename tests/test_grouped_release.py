@@ -280,6 +280,27 @@ def test_the_noise_is_moment_matched_only_where_public_numbers_show_it_below_the
         assert dims["y_noise_mixing"] == ("county", "y_noise_mixing_statistic")
 
 
+def test_a_large_group_and_small_ones_take_one_noise_form_together():
+    """29,000 records in one county and 500 in each other: the large group's numbers alone would allow the
+    moment-matched form, the small ones' would not; the groups share their latent variables, so all take the exact
+    mixture (and the model builds)."""
+    from pymc_dp.families._latent_count import noise_moment_matched
+
+    rng = np.random.default_rng(14)
+    idx = np.r_[np.zeros(29_000, int), np.ones(500, int), np.full(500, 2)]
+    x = rng.uniform(-1.0, 1.0, idx.size)
+    with pm.Model(coords={"county": GROUPS}) as model:
+        a = pm.Normal("a", 0.0, 2.0, dims="county")
+        pm.Normal("y", a[pm.Data("county_idx", idx)] + pm.Normal("b") * pm.Data("x", x), pm.HalfNormal("sigma"),
+                  observed=rng.normal(0.5 * x, 1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        private = pmdp.privatize_model(model, 1.0, bounds=REGRESSION_BOUNDS, rng=1)
+    assert [noise_moment_matched(p) for p in private.statistics["y"].parts] == [True, False, False]
+    assert private.model.named_vars_to_dims["y_noise_mixing"] == ("county", "y_noise_mixing_statistic")
+    assert np.isfinite(private.model.compile_logp()(private.model.initial_point()))
+
+
 def test_a_group_index_without_a_dim_names_its_latent_variables_by_a_dim_of_their_own():
     """a = pm.Normal("a", shape=3), no coords: the latent variables get the dim y_group, labelled as the ledger
     labels the groups."""

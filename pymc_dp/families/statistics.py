@@ -84,6 +84,10 @@ class PrivateStatistics:
     mechanism: str = "laplace"
     design: ReleaseDesign | None = field(default=None, repr=False, compare=False)
     released: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: Whether the noise-aware likelihood moment-matches the noise on the sums: None to decide from public numbers
+    #: (:func:`~pymc_dp.families._latent_count.noise_moment_matched`); set for a hierarchy's groups, which decide
+    #: together.
+    moment_matched: bool | None = field(default=None, repr=False, compare=False)
 
     @property
     def centred(self) -> bool:

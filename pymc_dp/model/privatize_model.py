@@ -338,7 +338,7 @@ def _statistics_likelihoods(
             latents = LatentsByGroup(new_outputs, len(s.parts), s.dim or group_dim_name(name),
                                      None if s.dim else s.labels)
             terms = []
-            for g, part in enumerate(s.parts):
+            for g, part in enumerate(together(s.parts)):
                 latents.group = g
                 terms.append(build_one(name, part, observed_group_view(node.inputs[0], rows, g), rows, free, sizes,
                                        latents, noise_aware[name]))
@@ -347,6 +347,18 @@ def _statistics_likelihoods(
         return build_one(name, s, node.inputs[0], rows, free, sizes, new_outputs, noise_aware[name])
 
     return {name: partial(build, name) for name in stats}
+
+
+def together(parts: Sequence[PrivateStatistics]) -> list[PrivateStatistics]:
+    """A hierarchy's groups with one noise form: moment-matched only where every group's public numbers allow it.
+
+    Each group's latent variables are rows of variables shared by all groups (:class:`LatentsByGroup`), so
+    the groups must ask for the same ones: a large group and a small one would otherwise differ.
+    """
+    from ..families._latent_count import noise_moment_matched
+
+    matched = all(noise_moment_matched(p) for p in parts)
+    return [replace(p, moment_matched=matched) for p in parts]
 
 
 def group_dim_name(name: str) -> str:
