@@ -183,8 +183,9 @@ def test_identity_design_is_the_plain_release():
 
 
 #: (releases, coverage interval) of the calibration study: in CI (slow) and full size (make test-study). A true
-#: 90 % rate has a binomial s.d. of 2.7 points over 120 releases and 2.1 over 200: both intervals are ±2.4–2.6 s.d.
-CALIBRATION_SIZES = [pytest.param(120, (0.83, 0.97), marks=pytest.mark.slow, id="120"),
+#: 90 % rate has a binomial s.d. of 3.4 points over 80 releases and 2.1 over 200: the intervals are ±2.4 s.d. The CI
+#: size still fails a plug-in's over-confident rate (0.7 or below: 6 s.d. under 0.9); the study sees finer errors.
+CALIBRATION_SIZES = [pytest.param(80, (0.82, 0.98), marks=pytest.mark.slow, id="80"),
                      pytest.param(200, (0.85, 0.95), marks=pytest.mark.study, id="200")]
 
 
@@ -220,8 +221,8 @@ def test_the_noise_aware_posterior_of_a_centred_release_is_calibrated(neighbouri
         assert accepted[0] <= count / releases <= accepted[1], (name, count / releases)
 
 
-#: As CALIBRATION_SIZES, 80 releases in CI: a true 90 % rate has a binomial s.d. of 3.4 points, so ±2.4 s.d.
-POISSON_CALIBRATION_SIZES = [pytest.param(80, (0.82, 0.98), marks=pytest.mark.slow, id="80"),
+#: As CALIBRATION_SIZES, 60 releases in CI: a true 90 % rate has a binomial s.d. of 3.9 points, so about ±2.3 s.d.
+POISSON_CALIBRATION_SIZES = [pytest.param(60, (0.81, 0.99), marks=pytest.mark.slow, id="60"),
                              pytest.param(200, (0.85, 0.95), marks=pytest.mark.study, id="200")]
 
 
@@ -360,14 +361,14 @@ def _regression_coverage(releases: int, plug_in: bool) -> dict[bool, np.ndarray]
 
 @pytest.mark.slow
 def test_the_noise_aware_regression_covers_in_a_small_study():
-    """50 releases (about 2 s each): the average coverage of the three coefficients lies in [0.80, 0.98].
+    """30 releases (5–10 s each): the average coverage of the three coefficients lies in [0.78, 0.99].
 
-    At 50 releases one coefficient's share has binomial s.d. 4.2 points (the average of three correlated ones
-    at most that): the band is about ±2.4 s.d. around 0.9 below and everything above to 0.98. It fails when
+    At 30 releases one coefficient's share has binomial s.d. 5.5 points (the average of three correlated ones
+    at most that): the band is about −2.2 s.d. around 0.9 below and everything above to 0.99. It fails when
     the intervals are badly over-confident (the plug-in's rate on these settings is measured in the study).
     """
-    rate = _regression_coverage(50, plug_in=False)[True]
-    assert 0.80 <= rate.mean() <= 0.98, rate
+    rate = _regression_coverage(30, plug_in=False)[True]
+    assert 0.78 <= rate.mean() <= 0.99, rate
 
 
 @pytest.mark.study
