@@ -209,16 +209,153 @@ def test_the_groups_likelihood_is_one_vectorised_term_equal_to_the_sum_over_grou
         vectorised = pmdp.privatize_model(varying_intercepts(600), 1.0, bounds=REGRESSION_BOUNDS, rng=1).model
         import sys
 
+        import pytensor.tensor as pt
+
         module = sys.modules["pymc_dp.model.privatize_model"]
-        module.sum_of_group_terms = lambda terms: __import__("pytensor.tensor").tensor.add(*terms)
+        kept_stack = module.stack_group_outputs
+        module.sum_of_group_terms = lambda terms: pt.add(*terms)
+        module.stack_group_outputs = lambda outputs: [pt.stack([o[k] for o in outputs]) for k in range(len(outputs[0]))]
         try:
             plain = pmdp.privatize_model(varying_intercepts(600), 1.0, bounds=REGRESSION_BOUNDS, rng=1).model
         finally:
-            module.sum_of_group_terms = kept
+            module.sum_of_group_terms, module.stack_group_outputs = kept, kept_stack
     point = vectorised.initial_point()
     moved = {k: v + 0.1 for k, v in point.items()}
     for at in (point, moved):
         assert vectorised.compile_logp()(at) == pytest.approx(plain.compile_logp()(at), rel=1e-10)
+
+
+def test_a_shared_slope_and_sigma_pool_the_products_over_groups_at_the_same_sensitivity():
+    """a[idx] + b * x with one b and one σ: Σ(x−c)², Σ(x−c)(y−c), Σ(y−c)² are released once, summed over the groups,
+    each group its own count and sums; Δ is that of one group's whole vector, so the noise scale is the unpooled one.
+    The exact pooled vector is the groups' products summed."""
+    from pymc_dp.model.privatize_model import plan_privatization
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = plan_privatization(varying_intercepts(), 1.0, bounds=REGRESSION_BOUNDS).prepared["y"]
+        plug_in = plan_privatization(varying_intercepts(), 1.0, bounds=REGRESSION_BOUNDS, noise_aware=False)
+    names = prepared.parts[0].names
+    assert [names[j] for j in prepared.pooled] == ["xtx[0,0]", "xty[0]", "yty"]
+    assert plug_in.prepared["y"].pooled == ()  # the plug-in likelihood reads every group's own products
+    own = len(names) - 3
+    exact = prepared.exact
+    assert exact.size == 3 * own + 3
+    released = [p.exact_released for p in prepared.parts]
+    np.testing.assert_allclose(prepared.exact_released[-3:], sum(r[list(prepared.pooled)] for r in released))
+    np.testing.assert_allclose(exact[-3:], sum(p.exact[list(prepared.pooled)] for p in prepared.parts))
+    # the pooled sums run over three groups' records: their weights are 3^(−1/3) of the unpooled ones, relative to
+    # each group's own coordinates
+    unpooled = plug_in.prepared["y"].parts[0].design.weights
+    ratio = prepared.parts[0].design.weights / unpooled
+    np.testing.assert_allclose(ratio[list(prepared.pooled)] / ratio[1], 3 ** (-1 / 3))
+    ledger = pmdp.PrivacyLedger()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        private = pmdp.privatize_model(varying_intercepts(), 1.0, bounds=REGRESSION_BOUNDS, ledger=ledger, rng=1)
+    (entry,) = ledger.entries
+    assert entry.details["pooled_over_groups"] == ["xtx[0,0]", "xty[0]", "yty"]
+    assert any("summed over the groups" in a for a in entry.assumptions)
+    assert private.statistics["y"].pooled_released.shape == (3,)
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace"])
+def test_one_record_moves_the_pooled_release_by_at_most_its_sensitivity(relation):
+    """The privacy claim: records at the box's corners added, removed, or moved between groups (replace-one) move
+    the whole pooled vector (every group's own coordinates and the pooled sums) by at most Δ in L1, and a corner
+    record added comes within a relative 1e-6 of it (the bound is tight)."""
+    from pymc_dp.model.privatize_model import plan_privatization
+
+    rng = np.random.default_rng(8)
+    idx, x = rng.integers(0, 3, 600), rng.uniform(-1.0, 1.0, 600)
+    y = rng.normal(0.5 * x, 1.0)
+
+    def exact(index, xs, ys):
+        with pm.Model(coords={"county": GROUPS}) as model:
+            a = pm.Normal("a", 0.0, 2.0, dims="county")
+            pm.Normal("y", a[pm.Data("g", index)] + pm.Normal("b") * pm.Data("x", xs), pm.HalfNormal("sigma"),
+                      observed=ys)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plan = plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS, neighbouring=relation)
+        prepared = plan.prepared["y"]
+        assert prepared.pooled
+        return prepared.exact_released, prepared.sensitivity
+
+    base, delta = exact(idx, x, y)
+    moves = []
+    for corner_x, corner_y in [(-1.0, -5.0), (1.0, 6.0), (-1.0, 6.0), (1.0, -5.0)]:
+        if relation == "add_remove":
+            moved, _ = exact(np.r_[idx, 1], np.r_[x, corner_x], np.r_[y, corner_y])
+        else:  # record 0 (group idx[0]) replaced by a corner record in another group
+            other = (idx[0] + 1) % 3
+            moved, _ = exact(np.r_[other, idx[1:]], np.r_[corner_x, x[1:]], np.r_[corner_y, y[1:]])
+        moves.append(np.abs(moved - base).sum())
+    assert max(moves) <= delta * (1 + 1e-9)
+    if relation == "add_remove":
+        assert max(moves) >= delta * (1 - 1e-6)
+
+
+def test_a_varying_slope_or_sigma_is_not_pooled():
+    """b[idx] * x (or σ[idx]) reads each group's own products: nothing is pooled."""
+    from pymc_dp.model.privatize_model import plan_privatization
+
+    idx, x = _groups(900, 3)
+    y = np.random.default_rng(4).normal(0.5 * x, 1.0)
+    for varying in ("slope", "sigma"):
+        with pm.Model(coords={"county": GROUPS}) as model:
+            g = pm.Data("g", idx)
+            a = pm.Normal("a", 0.0, 2.0, dims="county")
+            b = pm.Normal("b", 0.0, 2.0, dims="county")[g] if varying == "slope" else pm.Normal("b", 0.0, 2.0)
+            sigma = pm.HalfNormal("sigma", 2.0, dims="county")[g] if varying == "sigma" else pm.HalfNormal("sigma")
+            pm.Normal("y", a[g] + b * x, sigma, observed=y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS).prepared["y"].pooled == (), varying
+
+
+def test_the_pooled_likelihood_is_the_joint_gaussian_density_of_the_release(monkeypatch):
+    """Group terms (each group's own sums, then its share of the pooled sums' conditional mean and covariance) and the
+    pooled sums' term multiply to the joint Normal density of every group's own sums and the pooled sums, checked
+    against SciPy's on the stacked vector (3 groups, 6 sums and a count each, 3 pooled)."""
+    from types import SimpleNamespace
+
+    import pytensor.tensor as pt
+    from scipy import stats as st
+
+    from pymc_dp.families import _latent_count, _pooled_groups
+
+    rng = np.random.default_rng(5)
+    pooled, own, k = (0, 3, 5), [1, 2, 4], 7
+    groups = []
+    for _ in range(3):
+        root = rng.normal(size=(k - 1, k - 1))
+        c = np.zeros((k, k))
+        c[:-1, :-1] = root @ root.T + 0.5 * np.eye(k - 1)
+        groups.append((rng.normal(size=k), rng.normal(size=k) * 3, c))
+    terms = []
+    for z, m, c in groups:
+        monkeypatch.setattr(_latent_count, "scaled_release_moments",
+                            lambda *args, z=z, m=m, c=c: (pt.as_tensor(z), pt.as_tensor(m), pt.as_tensor(c), 0.0))
+        stats = SimpleNamespace(released=z, noisy=z, scale=1.0, mechanism="laplace")
+        terms.append(_pooled_groups.group_share_terms(stats, {}, 1.0, pooled))
+    released = rng.normal(size=3) * 4
+    total = sum(t[0] for t in terms) + _pooled_groups.pooled_sums_logp(
+        released, 1.0, pt.stack([t[1] for t in terms]), pt.stack([t[2] for t in terms]))
+    q = list(pooled)
+    mean = np.concatenate([m[own] for _, m, _ in groups] + [sum(m[q] for _, m, _ in groups)])
+    size = 3 * len(own) + len(q)
+    cov = np.zeros((size, size))
+    for g, (_, _, c) in enumerate(groups):
+        rows = slice(g * len(own), (g + 1) * len(own))
+        cov[rows, rows] = c[np.ix_(own, own)] + 2 * np.eye(len(own))
+        cov[rows, -3:] = c[np.ix_(own, q)]
+        cov[-3:, rows] = c[np.ix_(q, own)]
+        cov[-3:, -3:] += c[np.ix_(q, q)]
+    cov[-3:, -3:] += 2 * np.eye(3)
+    values = np.concatenate([z[own] for z, _, _ in groups] + [released])
+    counts = sum(-abs(z[-1] - m[-1]) - np.log(2.0) for z, m, _ in groups)
+    assert float(total.eval()) == pytest.approx(st.multivariate_normal(mean, cov).logpdf(values) + counts, rel=1e-9)
 
 
 def test_a_group_glm_is_refused_in_words_that_say_why_and_hold_no_size():

@@ -171,28 +171,16 @@ def latent_count_noise_aware_logp(stats: Any, params: Mapping[str, Any], count: 
     """
     import pytensor.tensor as pt
 
-    from ._noise_aware import clt_noise_aware_logp, laplace_equivalent_scale, normal_laplace_logpdf, released_values
+    from ._noise_aware import clt_noise_aware_logp, normal_laplace_logpdf
 
     family = stats.family
-    released = np.asarray(stats.released if stats.released is not None else stats.noisy, dtype=float).ravel()
-    design = stats.design if stats.design is not None else identity_design(float(stats.sensitivity), released.size)
-    scale = float(laplace_equivalent_scale(float(stats.scale), stats.mechanism))
-    d = released.size
+    scaled, m, c, jacobian = scaled_release_moments(stats, params, count)
+    d = _released(stats).size
     alone = family.count_released_alone(stats.neighbouring)
-    mean, cov, to_released = _released_record_moments(family, design, params, stats.bounds)
-    second = cov if alone else cov + pt.outer(mean, mean)  # given N; or E[s sᵀ], a compound Poisson sum's
-    if to_released is not None:
-        mean, second = pt.dot(to_released, mean), pt.dot(pt.dot(to_released, second), to_released.T)
-    numbers = design_input(np.array([1.0 / scale, d * np.log(scale)]), "scalars")
-    weights = design_input(design.weights, "weights")
-    per_unit = count * numbers[0]  # N/b (or λ/b)
-    m = per_unit * weights * mean
-    c = per_unit * numbers[0] * (pt.outer(weights, weights) * second)
-    scaled = released_values(released / scale)
     if stats.mechanism == "gaussian":  # unit Gaussian noise on every coordinate: Normal(m, c + I), the count's row included
         from .release_design import gaussian_noise_logp
 
-        return gaussian_noise_logp(scaled, m, c) - numbers[1]
+        return gaussian_noise_logp(scaled, m, c) - jacobian
     if alone:  # the sums given N, times the count's own noise (unit Laplace at this scale)
         sums = d - 1
         if sums == 1:
@@ -209,4 +197,38 @@ def latent_count_noise_aware_logp(stats: Any, params: Mapping[str, Any], count: 
         logp = pt.sum(normal_laplace_logpdf(scaled, m, pt.sqrt(pt.diagonal(c)), 1.0))
     else:  # N is modelled (by λ), so the central-limit likelihood is the replace-one one at unit noise
         logp = clt_noise_aware_logp(family.name, scaled, 1.0, 1.0, "replace", m, c, noise_mixing)
-    return logp - numbers[1]
+    return logp - jacobian
+
+
+def _released(stats: Any) -> np.ndarray:
+    return np.asarray(stats.released if stats.released is not None else stats.noisy, dtype=float).ravel()
+
+
+def scaled_release_moments(stats: Any, params: Mapping[str, Any], count: Any) -> tuple[Any, Any, Any, Any]:
+    """The release at unit noise and the central-limit moments of its sums, for :func:`latent_count_noise_aware_logp`.
+
+    Returns ``(z, m, c, jacobian)``: the released vector divided by the noise scale b (a shared input), the
+    mean ``N·w∘(M m₁)/b`` and covariance ``N·(w wᵀ)∘(M C₁ Mᵀ)/b²`` of the released sums given N (one
+    record's moments m₁, C₁ in the design's coordinates; for counts that sum to N, the compound Poisson
+    sum's: C₁ + m₁m₁ᵀ), and ``d·log b``, the Jacobian of the division.
+    """
+    import pytensor.tensor as pt
+
+    from ._noise_aware import laplace_equivalent_scale, released_values
+
+    family = stats.family
+    released = _released(stats)
+    design = stats.design if stats.design is not None else identity_design(float(stats.sensitivity), released.size)
+    scale = float(laplace_equivalent_scale(float(stats.scale), stats.mechanism))
+    d = released.size
+    alone = family.count_released_alone(stats.neighbouring)
+    mean, cov, to_released = _released_record_moments(family, design, params, stats.bounds)
+    second = cov if alone else cov + pt.outer(mean, mean)  # given N; or E[s sᵀ], a compound Poisson sum's
+    if to_released is not None:
+        mean, second = pt.dot(to_released, mean), pt.dot(pt.dot(to_released, second), to_released.T)
+    numbers = design_input(np.array([1.0 / scale, d * np.log(scale)]), "scalars")
+    weights = design_input(design.weights, "weights")
+    per_unit = count * numbers[0]  # N/b (or λ/b)
+    m = per_unit * weights * mean
+    c = per_unit * numbers[0] * (pt.outer(weights, weights) * second)
+    return released_values(released / scale), m, c, numbers[1]

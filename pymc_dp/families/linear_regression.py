@@ -52,7 +52,7 @@ keeps (XᵀX)⁺ finite), so valid statistics whose XᵀX has a condition number
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -335,8 +335,22 @@ class LinearRegression(Family):
         return ", ".join(f"{names[a]} = {lo[a]:.6g} (constant, not centred)" if fixed[a]
                          else f"{names[a]} in [{lo[a]:.6g}, {hi[a]:.6g}] at {centre[a]:.6g}" for a in range(centre.size))
 
+    def pooled_release_design(self, bounds: Mapping[str, Any], pooled: Sequence[int], groups: int) -> ReleaseDesign:
+        """The add/remove design of one group of a hierarchy whose ``pooled`` coordinates are released summed over
+        ``groups`` groups (:mod:`pymc_dp.families.grouped`).
+
+        A pooled sum runs over about G times as many records as a group's own sums, so its reference variance is
+        G·v_j: the weights minimising the summed noise-to-sampling variance ratio become ``∝ (M_j·G·v_j)^(−1/3)``
+        there (``G^(−1/3)`` of the unpooled weight), and ε moves towards each group's own sums and count.
+        """
+        lo, hi = self.box(bounds)
+        constant = np.flatnonzero((lo[:-1] == hi[:-1]) & (lo[:-1] != 0.0))
+        scale = np.ones(len(self._pairs) + 1)
+        scale[list(pooled)] = float(groups)
+        return self._add_remove_design(bounds, lo, hi, int(constant[0]), variance_scale=scale)
+
     def _add_remove_design(self, bounds: Mapping[str, Any], lo: np.ndarray, hi: np.ndarray, one: int,
-                           noise: str = "laplace") -> ReleaseDesign:
+                           noise: str = "laplace", variance_scale: np.ndarray | None = None) -> ReleaseDesign:
         """Add/remove with a constant column k: the products of the centred columns and N, ε divided.
 
         The released coordinates are ``Σ (z_a − c_a)(z_b − c_b)`` for every product but the
@@ -381,13 +395,19 @@ class LinearRegression(Family):
             variances = np.array([(4.0 / 45.0) * ((high[a] - low[a]) / 2) ** 4 if a == b and not fixed[a]
                                   else spread[a] * spread[b] for a, b in self._pairs] + [1.0 / 4.25])
         moving = largest > 0
+        names = self.statistic_names("add_remove")
+        pooled = ""
+        if variance_scale is not None:  # sums pooled over groups: their sampling variance grows with the groups
+            variances = variances * variance_scale
+            summed = [names[j] for j in np.flatnonzero(variance_scale != 1.0)]
+            pooled = (f"; {', '.join(summed)} summed over {float(variance_scale.max()):g} groups, their reference "
+                      "variances multiplied by the number of groups")
         # one record's whole row moves every coordinate at once, by at most its largest magnitude (rounded up by a
         # relative 1e-12: the centred products are computed in floating point)
         weights, delta, how = _divide_epsilon(largest, variances, noise, rounding=1.0 + 1e-12)
-        names = self.statistic_names("add_remove")
         description = (
             f"columns centred on their bounds' midpoints ({self._midpoints(fixed, centre, lo, hi)}), N released "
-            f"with their products; {names[own]} released as {names[own]} − {k * k:g}·N (always 0, weighted 1e8); "
+            f"with their products; {names[own]} released as {names[own]} − {k * k:g}·N (always 0, weighted 1e8){pooled}; "
             f"{how.replace('range', 'largest magnitude')} {delta:.6g}"
             + ("; shares of ε " + ", ".join(f"{names[j]} {weights[j] * largest[j] / delta:.3f}" for j in np.flatnonzero(moving))
                if noise == "laplace" else "")

@@ -23,7 +23,8 @@ import numpy as np
 
 from .regression import _strip, leaf_value
 
-__all__ = ["GroupIndex", "group_index_of", "group_view", "observed_group_view", "sum_of_group_terms"]
+__all__ = ["GroupIndex", "group_index_of", "group_view", "observed_group_view", "sum_of_group_terms",
+           "stack_group_outputs"]
 
 _INDEXING = ("AdvancedSubtensor1", "AdvancedSubtensor")
 
@@ -221,21 +222,37 @@ def sum_of_group_terms(terms: Sequence[Any]) -> Any:
 
     Each group's log-likelihood is the same graph built on the group's own inputs (its parameters ``v[g]``,
     its released numbers, its latent variables). Compiled as G separate graphs, the gradient's compilation
-    grows with G (about 100 s for 20 regression groups); vectorised, it is that of one group. The terms'
-    inputs are matched position by position (:func:`_roots`); those that differ between groups are stacked
-    along a new first axis and ``terms[0]`` is vectorised over it (``pytensor.graph.replace.vectorize_graph``).
-    Where the graphs do not match, or PyTensor cannot vectorise one of their operations, the plain sum is
-    returned: the same value, compiled group by group.
+    grows with G (about 100 s for 20 regression groups); vectorised, it is that of one group
+    (:func:`stack_group_outputs`). Where the graphs do not match, or PyTensor cannot vectorise one of their
+    operations, the plain sum is returned: the same value, compiled group by group.
+    """
+    import pytensor.tensor as pt
+
+    terms = [pt.as_tensor_variable(t) for t in terms]
+    if len(terms) == 1:
+        return terms[0]
+    (stacked,) = stack_group_outputs([[t] for t in terms])
+    return stacked.sum()
+
+
+def stack_group_outputs(outputs: Sequence[Sequence[Any]]) -> list[Any]:
+    """Each of the groups' outputs stacked over the groups (a new first axis), vectorised where they match.
+
+    ``outputs[g]`` are group g's outputs (the same graphs built on each group's own inputs). Their inputs
+    are matched position by position (:func:`_roots`); those that differ between groups are stacked along a
+    new first axis and group 0's outputs are vectorised over it (``pytensor.graph.replace.vectorize_graph``).
+    Where the graphs do not match, or PyTensor cannot vectorise one of their operations, each output is
+    ``pt.stack`` of the groups' own: the same values, compiled group by group.
     """
     import pytensor.tensor as pt
     from pytensor.graph.basic import Constant
     from pytensor.graph.replace import vectorize_graph
 
-    terms = [pt.as_tensor_variable(t) for t in terms]
-    if len(terms) == 1:
-        return terms[0]
-    plain = pt.add(*terms)
-    roots = [_roots(t) for t in terms]
+    outputs = [[pt.as_tensor_variable(o) for o in group] for group in outputs]
+    plain = [pt.stack([group[k] for group in outputs]) for k in range(len(outputs[0]))]
+    if len(outputs) == 1:
+        return plain
+    roots = [_roots(_joined(group)) for group in outputs]
     if any(len(r) != len(roots[0]) for r in roots):
         return plain
     replace = {}
@@ -250,9 +267,16 @@ def sum_of_group_terms(terms: Sequence[Any]) -> Any:
             return plain
         replace[first] = pt.stack(column)
     try:
-        batched = vectorize_graph(terms[0], replace=replace)
-    except Exception:  # an operation PyTensor cannot vectorise: the plain sum, compiled group by group
+        batched = vectorize_graph(list(outputs[0]), replace=replace)
+    except Exception:  # an operation PyTensor cannot vectorise: each group compiled on its own
         return plain
-    if batched.type.ndim != 1:
+    if any(b.type.ndim != o.type.ndim + 1 for b, o in zip(batched, outputs[0])):
         return plain
-    return batched.sum()
+    return list(batched)
+
+
+def _joined(group: Sequence[Any]) -> Any:
+    """One variable built from all of ``group``'s outputs, for :func:`_roots` to walk them in one fixed order."""
+    import pytensor.tensor as pt
+
+    return pt.concatenate([pt.cast(o, "float64").ravel() for o in group]) if len(group) > 1 else group[0]

@@ -68,20 +68,29 @@ class LatentsByGroup:
     request for a variable of a name already made returns that variable's row ``[group]``.
     Every group must ask for the same variables, of the same shape (the groups share their
     family and bounds): a request that differs is refused, as a bug, before anything is spent.
+    A name in ``shared`` is created once, without the group dim, and every group gets it whole.
     :meth:`finish` adds the Deterministics (one per name, stacked over the groups).
     """
 
-    def __init__(self, new_outputs: list[Any], groups: int, dim: str, labels: Sequence[str] | None) -> None:
+    def __init__(self, new_outputs: list[Any], groups: int, dim: str, labels: Sequence[str] | None,
+                 shared: Sequence[str] = ()) -> None:
         self.new_outputs = new_outputs
         self.groups = int(groups)
         self.dim = dim
         #: the group dim's labels when the dim is new to the model (None when it is the model's own)
         self.labels = None if labels is None else tuple(labels)
+        #: names of variables every group shares whole: created once, without the group dim
+        self.shared = frozenset(shared)
         self.group = 0
         self._free: dict[str, tuple[Any, tuple[Any, ...]]] = {}
         self._deterministic: dict[str, list[Any]] = {}
 
     def free(self, name: str, dist: Any, transform: Any, dims: tuple[str, ...], labels: Any) -> Any:
+        if name in self.shared:
+            if name not in self._free:
+                coords = {dims[0]: tuple(labels)} if labels is not None else {}
+                self._free[name] = (_free(name, dist, self.new_outputs, transform, dims, coords), _shape_of(dist))
+            return self._free[name][0]
         if name not in self._free:
             if self.group != 0:
                 raise RuntimeError(f"group {self.group} asked for a latent variable {name!r} the first group did not.")

@@ -31,13 +31,14 @@ from ..accounting.validation import (
 from ..families import PrivateStatistics, family_of_dist
 from ..families._latent_count import log_ratio_name, record_count_name
 from ..families.privatize import ClippedRecordsWarning, noise_for, prepare_statistics, release_statistics
-from ..families.grouped import GroupedPrepared, GroupedStatistics, release_grouped
+from ..families.grouped import GroupedPrepared, GroupedStatistics, release_grouped, with_weights_of
 from ..accounting.curator import curator_report
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
 from ._graph import data_leaves, describe_leaf, dim_lengths, n_is_private, number_of_records_private
 from .covariate_model import COVARIATE_ASSUMPTION, covariate_parameters
 from .latent_variables import NEW_COORDS_TAG, LatentsByGroup, new_deterministic, new_free_variable
-from .group_index import GroupIndex, _index_values, group_index_of, observed_group_view, sum_of_group_terms
+from .group_index import (GroupIndex, _index_values, group_index_of, observed_group_view, stack_group_outputs,
+                          sum_of_group_terms)
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
 
@@ -119,8 +120,10 @@ def _observed_records(model: Any, rv: Any) -> np.ndarray:
 
 
 def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: frozenset[str],
-          budgets: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+          budgets: Mapping[str, tuple[float, float]], pool: bool = True) -> dict[str, Any]:
     """Recognise every private observed variable and prepare its exact statistics (no spending).
+
+    ``pool``: a hierarchy's groups may pool the sums only shared parameters read (not for a plug-in likelihood).
 
     ``budgets`` gives each variable's (ε, δ) share: with δ > 0 a release that gains from Gaussian
     noise is prepared for it (:func:`~pymc_dp.families.privatize.noise_for`).
@@ -139,7 +142,7 @@ def _plan(model: Any, bounds: Mapping[str, Any], neighbouring: str, public: froz
             continue
         if groups is not None:
             plans[rv.name] = _prepare_grouped(model, rv, records, n_records, groups, bounds.get(rv.name), neighbouring,
-                                              budgets[rv.name])
+                                              budgets[rv.name], pool)
             continue
         prepared = _prepare_variable(model, rv, rv.name, records, n_records, bounds.get(rv.name), neighbouring,
                                      budgets[rv.name], unsupported)
@@ -216,8 +219,11 @@ def _prepare_family(family: Any, name: str, records: np.ndarray, rows: np.ndarra
 
 
 def _prepare_grouped(model: Any, rv: Any, records: np.ndarray, n_records: int, groups: GroupIndex, var_bounds: Any,
-                     neighbouring: str, budget: tuple[float, float]) -> GroupedPrepared:
+                     neighbouring: str, budget: tuple[float, float], pool: bool = True) -> GroupedPrepared:
     """Every group's statistics, each prepared under add/remove (:mod:`pymc_dp.families.grouped`).
+
+    With ``pool`` (a noise-aware likelihood will read them), coordinates only shared parameters read are
+    released once, summed over the groups (:func:`_poolable`).
 
     A negative index counts from the end, as NumPy's and PyMC's indexing does (−1: the last group); a
     record whose index names no group (outside −G..G−1, where PyMC itself would fail) is left out and
@@ -254,8 +260,36 @@ def _prepare_grouped(model: Any, rv: Any, records: np.ndarray, n_records: int, g
                        f"{-groups.size}..{groups.size - 1} "
                        "and were left out (this count is for you, the curator; it is not released).",
                        ClippedRecordsWarning, stacklevel=4)
+    pooled = _poolable(model, rv, n_records, parts) if pool else ()
+    if pooled:  # ε moves towards each group's own sums: the pooled ones run over all the groups' records
+        design = parts[0].family.pooled_release_design(parts[0].bounds, pooled, len(parts))
+        parts = [with_weights_of(p, design) for p in parts]
     return GroupedPrepared(parts=tuple(parts), labels=labels, dim=groups.dim, neighbouring=neighbouring, name=rv.name,
-                           dropped=dropped)
+                           dropped=dropped, pooled=pooled)
+
+
+def _poolable(model: Any, rv: Any, n_records: int, parts: Sequence[Any]) -> tuple[int, ...]:
+    """The coordinates a hierarchy's groups may release once, summed (:mod:`pymc_dp.families.grouped`), or ().
+
+    A linear regression with an intercept column whose other coefficients and σ are the same graph in every
+    group's view (``a[idx] + X @ beta``, one ``beta``, one ``sigma``): the products of x and y enter only through
+    them. Read from the model's graph (public), never from the records.
+    """
+    from pytensor.graph.basic import equal_computations
+
+    from ..families._pooled_groups import pooled_coordinates
+
+    if len(parts) < 2:
+        return ()
+    pooled = pooled_coordinates(parts[0].family, parts[0].bounds)
+    if not pooled:
+        return ()
+    predictors = [linear_regression_of(observed_group_view(rv, n_records, g), n_records, model.free_RVs,
+                                       dim_lengths(model)) for g in (0, 1)]
+    if any(p is None or not p.has_intercept for p in predictors):
+        return ()
+    shared = [[p.slopes, p.sigma] for p in predictors]
+    return pooled if equal_computations(shared[0], shared[1]) else ()
 
 
 def _prepare_regression(name: str, predictor: Any, y: np.ndarray, var_bounds: Any, neighbouring: str,
@@ -337,6 +371,10 @@ def _statistics_likelihoods(
         if grouped:  # one likelihood per group, each on its own part of the release, its latents one row of each
             latents = LatentsByGroup(new_outputs, len(s.parts), s.dim or group_dim_name(name),
                                      None if s.dim else s.labels)
+            if s.pooled and noise_aware[name]:
+                # the covariates' spread is read only through the pooled sums: one covariance for all groups
+                latents.shared = frozenset({f"{name}_x_scale", f"{name}_x_mixing"})
+                return _pooled_likelihood(name, s, node, rows, free, sizes, latents)
             terms = []
             for g, part in enumerate(together(s.parts)):
                 latents.group = g
@@ -347,6 +385,46 @@ def _statistics_likelihoods(
         return build_one(name, s, node.inputs[0], rows, free, sizes, new_outputs, noise_aware[name])
 
     return {name: partial(build, name) for name in stats}
+
+
+def _pooled_likelihood(name: str, s: GroupedStatistics, node: Any, rows: int, free: list, sizes: list,
+                       latents: LatentsByGroup) -> Any:
+    """The noise-aware likelihood of a hierarchy with pooled coordinates (:mod:`pymc_dp.families._pooled_groups`).
+
+    Each group gets its latent count, its covariate model and (where the noise is not moment-matched) mixing
+    variables for its own sums, as rows of variables shared by the groups; the pooled sums get mixing
+    variables of their own, ``<y>_noise_mixing_pooled``.
+    """
+    from ..families._latent_count import latent_record_count, noise_moment_matched
+    from ..families._noise_aware import RELEASE_NAME
+    from ..families._pooled_groups import group_share_terms, pooled_sums_logp
+
+    parts = together(s.parts)
+    names = parts[0].names
+    sums = [n for j, n in enumerate(names[:-1]) if j not in s.pooled]
+    matched = noise_moment_matched(parts[0])
+    token = RELEASE_NAME.set(f"released_statistics_{name}")
+    try:
+        terms = []
+        for g, part in enumerate(parts):
+            latents.group = g
+            predictor = linear_regression_of(observed_group_view(node.inputs[0], rows, g), rows, free, sizes)
+            params = {"beta": predictor.coefficients, "sigma": predictor.sigma,
+                      **covariate_parameters(name, part.family, part.bounds, latents, predictor.columns)}
+            mixing = None if matched else _noise_mixing_rv(noise_mixing_name(name), latents, sums, len(sums))
+            log_ratio, count = _record_count_rv(record_count_name(name), latents,
+                                                lambda u, part=part: latent_record_count(part, u))
+            logp, mean, cov = group_share_terms(part, params, count, s.pooled, mixing)
+            terms.append([logp + log_ratio, mean, cov])  # + u: the flat prior on N_g, written in u
+        latents.finish()
+        logps, means, covs = stack_group_outputs(terms)
+        pooled_names = [names[j] for j in s.pooled]
+        mixing = None if matched else _noise_mixing_rv(f"{noise_mixing_name(name)}_pooled", latents.new_outputs,
+                                                        pooled_names, len(pooled_names))
+        RELEASE_NAME.set(f"released_statistics_{name}_pooled")
+        return logps.sum() + pooled_sums_logp(s.pooled_released, float(parts[0].scale), means, covs, mixing)
+    finally:
+        RELEASE_NAME.reset(token)
 
 
 def together(parts: Sequence[PrivateStatistics]) -> list[PrivateStatistics]:
@@ -804,8 +882,11 @@ def plan_privatization(
     total_delta = 0.0 if delta is None else check_delta(delta)
     shares = split_epsilon(eps, [rv.name for rv in model.observed_RVs if rv.name not in public_names], epsilon_split)
     budgets = {name: (share, total_delta * share / eps) for name, share in shares.items()}  # δ split as ε is
-    prepared = _plan(model, dict(bounds or {}), neighbouring, public_names, budgets)
+    prepared = _plan(model, dict(bounds or {}), neighbouring, public_names, budgets, pool=noise_aware is not False)
     aware = {name: _use_noise_aware(noise_aware, p.family, name) for name, p in prepared.items()}
+    # pooled sums over groups are read by the noise-aware likelihood only: the plug-in releases every group's own
+    prepared = {name: replace(p, pooled=()) if isinstance(p, GroupedPrepared) and not aware[name] else p
+                for name, p in prepared.items()}
     plan = PrivatizationPlan(
         model=model, prepared=prepared, shares=shares, noise_aware=aware, public=public_names, neighbouring=neighbouring,
     )
@@ -822,7 +903,8 @@ def _placeholder(prepared: Any, epsilon: float) -> PrivateStatistics | GroupedSt
     """Statistics of the right family and shape whose values read no record (zeros, projected)."""
     if isinstance(prepared, GroupedPrepared):
         return GroupedStatistics(parts=tuple(_placeholder(p, prepared.part_epsilon(epsilon, p)) for p in prepared.parts),
-                                 labels=prepared.labels, dim=prepared.dim, name=prepared.name)
+                                 labels=prepared.labels, dim=prepared.dim, name=prepared.name, pooled=prepared.pooled,
+                                 pooled_released=np.zeros(len(prepared.pooled)) if prepared.pooled else None)
     fam = prepared.family
     public_n = prepared.n if prepared.neighbouring == "replace" else None
     zeros = np.zeros(np.shape(np.atleast_1d(prepared.exact)))

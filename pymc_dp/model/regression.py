@@ -35,6 +35,8 @@ class LinearPredictor:
     #: Per covariate column (the intercept's excluded): ``(coefficient name, its dim, index)``, from the
     #: model's own names; ``(None, None, j)`` where the coefficient has no name.
     columns: tuple[tuple[str | None, str | None, int], ...] = ()
+    #: the covariates' coefficients alone (``coefficients`` without the intercept's)
+    slopes: Any = None
 
 
 def _strip(var: Any) -> Any:
@@ -175,13 +177,14 @@ def _describe(term: Any, records: int) -> str:
 
 
 def _linear_predictor(mu: Any, context: tuple[list, list], records: int,
-                      why: list[str] | None = None) -> tuple[np.ndarray, Any, bool] | None:
+                      why: list[str] | None = None, slopes: list | None = None) -> tuple[np.ndarray, Any, bool] | None:
     """``(design, coefficients, has_intercept)`` of a sum of ``X @ beta``, ``b * x`` and scalar terms, else None.
 
     ``mu = a + X @ beta``, ``X1 @ b1 + X2 @ b2 - a``, ``a + b1 * x1 + b2 * x2``: the design is the
     terms' columns side by side (in the order of the sum), an intercept column of ones last when
     scalar terms (functions of the parameters only) are present; their sum is its coefficient.
-    Where a term is none of these, its description is appended to ``why``.
+    Where a term is none of these, its description is appended to ``why``; the covariates' coefficients
+    (without the intercept's) to ``slopes``.
     """
     import pytensor.tensor as pt
 
@@ -205,6 +208,8 @@ def _linear_predictor(mu: Any, context: tuple[list, list], records: int,
             why.append("no term multiplies data with one row per record by coefficients (X @ beta or b * x)")
         return None
     X, beta = np.column_stack(designs), pt.concatenate(coefficients)
+    if slopes is not None:
+        slopes.append(beta)
     if intercepts:
         X = np.column_stack([X, np.ones(records)])
         beta = pt.concatenate([beta, pt.add(*intercepts)[None] if len(intercepts) > 1 else intercepts[0][None]])
@@ -240,11 +245,13 @@ def linear_regression_of(rv: Any, records: int, blockers: list, public: list) ->
     _, _, mu, sigma = rv.owner.inputs[:4]
     if _model_scalar(sigma, context) is None:
         return None
-    found = _linear_predictor(mu, context, records)
+    slopes: list[Any] = []
+    found = _linear_predictor(mu, context, records, slopes=slopes)
     if found is None:
         return None
     X, coefficients, intercept, columns = found
-    return LinearPredictor(X, coefficients, _model_scalar(sigma, context), intercept, X.shape[1] - intercept, columns)
+    return LinearPredictor(X, coefficients, _model_scalar(sigma, context), intercept, X.shape[1] - intercept, columns,
+                           slopes=slopes[0])
 
 
 def _is_one(var: Any) -> bool:
