@@ -241,6 +241,56 @@ def _grouped_model(records: tuple[tuple[int, float], ...]) -> Any:
     return model
 
 
+#: A varying-intercept regression a[g] + b·x, x in [−1, 1], y in [−5, 6] (centres 0 and 0.5), two groups; the
+#: neighbour adds a record at the corner (x, y) = (1, 6) to group 1, where every centred product is largest
+POOLED_AUDIT_BOUNDS = {"x": (-1.0, 1.0), "y": (-5.0, 6.0)}
+POOLED_AUDIT_RECORDS = ((0, 0.2, 0.5), (0, -0.4, 1.0), (1, 0.7, -0.3))
+POOLED_AUDIT_NEIGHBOUR = POOLED_AUDIT_RECORDS + ((1, 1.0, 6.0),)
+
+
+def _pooled_model(records: tuple[tuple[int, float, float], ...]) -> Any:
+    import pymc as pm
+
+    groups, x, y = (np.array(c) for c in zip(*records))
+    with pm.Model(coords={"group": ["a", "b"]}) as model:
+        a = pm.Normal("a", 0.0, 2.0, dims="group")
+        pm.Normal("y", a[groups.astype(int)] + pm.Normal("b", 0.0, 2.0) * x, pm.HalfNormal("sigma", 2.0), observed=y)
+    return model
+
+
+def _pooled_regression_release(broken: bool, secure: bool):
+    """The release by group of a varying-intercept regression with its products pooled over the groups, add/remove.
+
+    Each group releases its count and centred sums; the centred products are released once, summed
+    (:mod:`pymc_dp.families.grouped`). The neighbour adds a record at the corner of the box to group 1: it moves
+    group 1's own coordinates and every pooled sum by its bound at once, so the release moves by exactly the Δ
+    charged and the true loss is ε. Planned by the privacy flag's own
+    :func:`~pymc_dp.model.privatize_model.plan_privatization`; the statistic is :func:`_grouped_release`'s.
+    """
+    from ..model.privatize_model import plan_privatization
+
+    plans = [plan_privatization(_pooled_model(r), 1.0, bounds={"y": POOLED_AUDIT_BOUNDS},
+                                neighbouring="add_remove").prepared["y"]
+             for r in (POOLED_AUDIT_RECORDS, POOLED_AUDIT_NEIGHBOUR)]
+    if not all(p.pooled for p in plans):
+        raise AssertionError("the audit's regression was not pooled")  # pragma: no cover - the target's premise
+    return _release_of_vectors(broken, secure, plans[0].exact_released, plans[1].exact_released, plans[0].sensitivity)
+
+
+def _release_of_vectors(broken: bool, secure: bool, m: np.ndarray, m2: np.ndarray, sensitivity: float):
+    """Laplace noise at Δ/ε (ε = 1) on two exact vectors, as :func:`~pymc_dp.families.grouped.release_grouped` adds
+    it; the statistic projects the release on the sign of the gap, each coordinate clipped to it."""
+    gap = m - m2
+    exact = (m, m2)
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        source = resolve_noise_source(_source(broken, secure, rng))
+        z = source.add_laplace(np.tile(exact[s], (size, 1)), sensitivity / 1.0)
+        return (np.sign(gap) * np.clip(2.0 * z - m - m2, -np.abs(gap), np.abs(gap))).sum(axis=1)
+
+    return run, 0, 1
+
+
 def _grouped_release(broken: bool, secure: bool):
     """The release by group of ``pm.Normal("y", mu[idx], sigma)`` under replace-one (:mod:`pymc_dp.families.grouped`).
 
@@ -256,16 +306,7 @@ def _grouped_release(broken: bool, secure: bool):
     plans = [plan_privatization(_grouped_model(r), 1.0, bounds={"y": {"x": (18.0, 80.0)}}).prepared["y"]
              for r in (GROUPED_AUDIT_RECORDS, GROUPED_AUDIT_NEIGHBOUR)]
     m, m2 = (np.concatenate([p.exact_released for p in plan.parts]) for plan in plans)
-    gap = m - m2
-    scale = plans[0].sensitivity / 1.0
-    exact = (m, m2)
-
-    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
-        source = resolve_noise_source(_source(broken, secure, rng))
-        z = source.add_laplace(np.tile(exact[s], (size, 1)), scale)
-        return (np.sign(gap) * np.clip(2.0 * z - m - m2, -np.abs(gap), np.abs(gap))).sum(axis=1)
-
-    return run, 0, 1
+    return _release_of_vectors(broken, secure, m, m2, plans[0].sensitivity)
 
 
 GAUSSIAN_RELEASE_DELTA = 1e-5
@@ -954,6 +995,8 @@ TARGETS: tuple[AuditTarget, ...] = (
                 _centred_release("linear_regression", REGRESSION_AUDIT_BOUNDS, REGRESSION_AUDIT_ROWS,
                                  REGRESSION_AUDIT_NEIGHBOUR, n_features=3)),
     AuditTarget("laplace route (group means mu[idx], by group, replace)", 1.0, 0.0, 200_000, _grouped_release),
+    AuditTarget("laplace route (varying intercepts, products pooled over groups, add/remove)", 1.0, 0.0, 200_000,
+                _pooled_regression_release),
     AuditTarget("laplace route (regression, Gaussian noise with δ, add/remove)", 1.0, GAUSSIAN_RELEASE_DELTA, 200_000,
                 _gaussian_regression_release),
     AuditTarget("OPS draw (discretised beta-Bernoulli)", 1.0, 0.0, 2_000_000, _ops_draw, events="exact",
