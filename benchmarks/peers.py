@@ -23,6 +23,13 @@ Questions (each answered with the total ε of the cell):
   pymc_dp: ``Normal(a + b·age, sigma)`` with weak priors, recognised as a regression by the
   laplace route. Peer: diffprivlib's ``LinearRegression(epsilon, bounds_X, bounds_y)``
   (OpenDP has no regression).
+* ``logistic`` — the coefficients of ``P(health insurance) ~ 1 + age`` on the logit scale,
+  age rescaled to x = (age − 49)/31 in [−1, 1] for both tools. pymc_dp:
+  ``Bernoulli(logit_p = a + b·x)``, ``a, b ~ Normal(0, 2.5)``, bounds ``x`` in [−1, 1], through
+  ``pmdp.sample(epsilon=ε)`` (``method="auto"`` takes it to the measurements route: no
+  public covariates, so a share of ε measures their distribution). Peer: diffprivlib's
+  ``LogisticRegression(epsilon, data_norm=1)`` (objective perturbation, [CMS11]; its
+  default ``C=1``, as a user runs it). The truth is the population's maximum-likelihood fit.
 
 Reported per cell: each tool's RMSE over the data sets (for a vector answer, the root of the
 mean summed squared error), pymc_dp's RMSE over the best peer's (± its Monte Carlo standard
@@ -56,9 +63,11 @@ from _runs import StoredRuns, write_results  # noqa: E402
 
 SIZES = (100, 1000, 10_000)
 EPSILONS = (0.1, 1.0)
-QUESTIONS = ("mean, variance", "count", "histogram", "regression")
+QUESTIONS = ("mean, variance", "count", "histogram", "regression", "logistic")
 AGE = (18.0, 80.0)
 LOGWAGE = (3.0, 5.8)
+#: age rescaled into [−1, 1] for the logistic question: x = (age − AGE_CENTRE) / AGE_HALF_RANGE
+AGE_CENTRE, AGE_HALF_RANGE = (AGE[0] + AGE[1]) / 2, (AGE[1] - AGE[0]) / 2
 LEVEL = 0.90
 
 
@@ -75,7 +84,26 @@ def population() -> dict[str, np.ndarray]:
         "information": (w.jobclass.str.contains("Information")).to_numpy(int),
         "education": w.education.map({v: i for i, v in enumerate(levels)}).to_numpy(int),
         "logwage": w.logwage.to_numpy(float),
+        "insured": w.health_ins.str.startswith("1").to_numpy(int),
     }
+
+
+def scaled_age(age: np.ndarray) -> np.ndarray:
+    """Age rescaled into [−1, 1] (public constants), the logistic question's covariate."""
+    return (np.asarray(age, dtype=float) - AGE_CENTRE) / AGE_HALF_RANGE
+
+
+def logistic_mle(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(a, b) of the maximum-likelihood logistic fit of y on 1 + x (Newton's method, non-private)."""
+    design = np.column_stack([np.ones_like(x), x])
+    coef = np.zeros(2)
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-design @ coef))
+        step = np.linalg.solve(design.T @ (design * (p * (1 - p))[:, None]), design.T @ (y - p))
+        coef += step
+        if np.max(np.abs(step)) < 1e-12:
+            break
+    return coef
 
 
 def truths(pop: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -87,6 +115,7 @@ def truths(pop: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "count": np.array([pop["information"].mean()]),
         "histogram": np.bincount(pop["education"], minlength=5) / pop["education"].size,
         "regression": coef,
+        "logistic": logistic_mle(scaled_age(pop["age"]), pop["insured"]),
     }
 
 
@@ -123,6 +152,10 @@ def pymc_dp_answer(question: str, data: dict[str, np.ndarray], epsilon: float, s
             a, b = pm.Normal("a", 4.5, 1.0), pm.Normal("b", 0.0, 0.05)
             pm.Normal("logwage", a + b * data["age"], pm.HalfNormal("sigma", 1.0), observed=data["logwage"])
             names, bounds = ["a", "b"], {"logwage": {"x": AGE, "y": LOGWAGE}}
+        elif question == "logistic":
+            a, b = pm.Normal("a", 0.0, 2.5), pm.Normal("b", 0.0, 2.5)
+            pm.Bernoulli("insured", logit_p=a + b * scaled_age(data["age"]), observed=data["insured"])
+            names, bounds = ["a", "b"], {"insured": {"x": (-1.0, 1.0)}}
         else:
             raise ValueError(question)
         trace = pmdp.sample(1000, tune=1000, chains=2, epsilon=epsilon, bounds=bounds, noise_rng=seed,
@@ -187,9 +220,38 @@ def diffprivlib_answer(question: str, data: dict[str, np.ndarray], epsilon: floa
         counts, _ = dpl.tools.histogram(data["education"], epsilon=epsilon / 2, bins=5, range=(-0.5, 4.5),
                                         random_state=rs)
         return {"answer": (np.maximum(np.asarray(counts, float), 0.0) / n).tolist()}
+    if question == "logistic":
+        model = _diffprivlib_logistic(epsilon=epsilon, data_norm=1.0, random_state=rs)
+        model.fit(scaled_age(data["age"])[:, None], data["insured"])
+        return {"answer": [float(model.intercept_[0]), float(model.coef_[0, 0])]}
     model = dpl.models.LinearRegression(epsilon=epsilon, bounds_X=AGE, bounds_y=LOGWAGE, random_state=rs)
     model.fit(data["age"][:, None], data["logwage"])
     return {"answer": [float(model.intercept_), float(model.coef_[0])]}
+
+
+def _diffprivlib_logistic(**options: Any) -> Any:
+    """diffprivlib 0.6.6's LogisticRegression under scikit-learn 1.8, which no longer takes ``multi_class``.
+
+    diffprivlib passes ``multi_class="ovr"`` to scikit-learn's constructor; with one class pair
+    one-vs-rest is the only scheme there is, so the argument is dropped for that call (scikit-learn
+    itself is restored at once). SciPy ≥ 1.18's L-BFGS no longer takes diffprivlib's ``iprint``
+    (its print level): benchmarks/logistic_perturbation.py's shim drops it.
+    """
+    import sklearn.linear_model as sk
+
+    from logistic_perturbation import _diffprivlib
+
+    logistic, _ = _diffprivlib()
+    original = sk.LogisticRegression.__init__
+
+    def without_multi_class(self: Any, *args: Any, multi_class: Any = None, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+
+    sk.LogisticRegression.__init__ = without_multi_class
+    try:
+        return logistic(**options)
+    finally:
+        sk.LogisticRegression.__init__ = original
 
 
 TOOLS: dict[str, Callable[..., dict[str, Any] | None]] = {
