@@ -31,7 +31,7 @@ sums by the difference of two rows, at most 2·Δ by the triangle inequality), a
 sums carry the noise of one coordinate instead of G. Each group's part keeps its full length
 for its post-processing, its pooled coordinates holding an equal share of the pooled release
 (a stand-in that no likelihood reads as the group's own:
-:func:`~pymc_dp.families._pooled_groups.pooled_groups_logp` reads the pooled release itself).
+:func:`~pymc_dp.families._pooled_groups.pooled_sums_logp` reads the pooled release itself).
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def grouping_assumption(neighbouring: str, dim: str | None, groups: int, pooled:
     return (f"records split into {groups} disjoint groups by {by} (parallel composition): each group's statistics "
             f"and its count released with the add/remove design, one Laplace noise for all; {moved}; the groups' sizes "
             "are private"
-            + (f"; {', '.join(pooled)} released once, summed over the groups (only shared parameters read them; a "
+            + (f"; {', '.join(pooled)} released once, summed over the groups (the likelihood reads them through shared parameters only; a "
                "record moves the sums by its own row, so Δ is unchanged)" if pooled else ""))
 
 
