@@ -194,8 +194,8 @@ def grouping_assumption(neighbouring: str, dim: str | None, groups: int, pooled:
     return (f"records split into {groups} disjoint groups by {by} (parallel composition): each group's statistics "
             f"and its count released with the add/remove design, one Laplace noise for all; {moved}; the groups' sizes "
             "are private"
-            + (f"; {', '.join(pooled)} released once, summed over the groups (the likelihood reads them through shared parameters only; a "
-               "record moves the sums by its own row, so Δ is unchanged)" if pooled else ""))
+            + (f"; {', '.join(pooled)} released once, summed over the groups (the likelihood reads them through "
+               "shared parameters only; a record moves the sums by its own row, so Δ is unchanged)" if pooled else ""))
 
 
 def release_grouped(prepared: GroupedPrepared, epsilon: float, *, ledger: PrivacyLedger, rng: Any = None,
