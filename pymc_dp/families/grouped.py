@@ -99,13 +99,13 @@ class GroupedPrepared(_ByGroup):
     @property
     def exact(self) -> np.ndarray:
         """Every group's statistics but the pooled coordinates, then the pooled coordinates summed over the groups."""
-        return _pool(self.parts, [np.atleast_1d(p.exact) for p in self.parts], self.pooled)
+        return _pool([np.atleast_1d(p.exact) for p in self.parts], self.pooled)
 
     @property
     def exact_released(self) -> np.ndarray:
         """The exact vector the release adds noise to: each group's released coordinates (its design's), the pooled
         ones summed over the groups last."""
-        return _pool(self.parts, [_released_coordinates(p) for p in self.parts], self.pooled)
+        return _pool([_released_coordinates(p) for p in self.parts], self.pooled)
 
     @property
     def group_sensitivity(self) -> float:
@@ -158,7 +158,7 @@ def _released_coordinates(part: PreparedStatistics) -> np.ndarray:
     return np.atleast_1d(part.exact if part.exact_released is None else part.exact_released)
 
 
-def _pool(parts: Sequence[Any], values: Sequence[np.ndarray], pooled: Sequence[int]) -> np.ndarray:
+def _pool(values: Sequence[np.ndarray], pooled: Sequence[int]) -> np.ndarray:
     """The concatenated vector of a grouped release: each group's own coordinates, then the pooled ones summed."""
     if not pooled:
         return np.concatenate(values)
