@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .regression import _strip, leaf_value
+from .regression import _strip, leaf_value, same_data
 
 __all__ = ["GroupIndex", "group_index_of", "group_view", "observed_group_view", "sum_of_group_terms",
            "stack_group_outputs"]
@@ -81,12 +81,17 @@ def group_index_of(params: Sequence[Any], records: int, blockers: Sequence[Any],
     found = _indexings(params, records, blockers)
     if not found:
         return None
-    # one index written twice (a NumPy array becomes a new constant at each use) is one index: compared by value
-    leaves = {_index_values(leaf, records).astype(np.int64).tobytes(): leaf for _, leaf in found}
+    # one index written twice (a NumPy array becomes a new constant at each use) is one index: recognised by where
+    # its values live (the same variable, or the same array in memory), never by the values, which are the records'
+    leaves: list[Any] = []
+    for _, leaf in found:
+        if not any(same_data(leaf, other) for other in leaves):
+            leaves.append(leaf)
     if len(leaves) > 1:
         raise ValueError(
             "its parameters are indexed by more than one per-record array (crossed effects such as a[i] + c[j]): the "
-            "Laplace route splits the records into disjoint groups by one index"
+            "Laplace route splits the records into disjoint groups by one index. Two arrays are one index only when "
+            "they are the same array (or the same pm.Data): pmdp does not compare the records' values to decide"
         )
     lengths = set()
     for operand, _ in found:
@@ -103,7 +108,7 @@ def group_index_of(params: Sequence[Any], records: int, blockers: Sequence[Any],
         raise ValueError(
             "the vectors its group index selects from do not have one fixed length (give them dims=, the groups)"
         )
-    leaf = next(iter(leaves.values()))
+    leaf = leaves[0]
     size = lengths.pop()
     dim, labels = _dim_of(found[0][0], size, model, blockers)
     return GroupIndex(leaf=leaf, size=size, dim=dim, labels=labels)

@@ -58,6 +58,24 @@ def leaf_value(var: Any) -> np.ndarray | None:
     return None
 
 
+def same_data(a: Any, b: Any) -> bool:
+    """Whether two data leaves hold one array: the same variable, or arrays at the same place in memory.
+
+    Decided by where the values live, never by the values themselves: two arrays of records that happen to be
+    equal on one data set and not on its neighbour would otherwise change a decision with one record. A NumPy
+    array used twice in a model becomes two constants that share its memory, and so is one array here; a copy
+    is another array.
+    """
+    a, b = _strip(a), _strip(b)
+    if a is b:
+        return True
+    x, y = leaf_value(a), leaf_value(b)
+    if x is None or y is None:
+        return False
+    return (x.shape == y.shape and x.strides == y.strides and x.dtype == y.dtype
+            and x.__array_interface__["data"][0] == y.__array_interface__["data"][0])
+
+
 def _data(var: Any, records: int) -> np.ndarray | None:
     """The values of a data leaf with one row per record (NumPy constant or pm.Data), else None."""
     value = leaf_value(var)
