@@ -65,9 +65,9 @@ def test_a_varying_intercept_regression_is_released_by_group_in_one_ledger_entry
     assert ledger.total().epsilon == pytest.approx(1.0)
     names = {v.name for v in private.model.free_RVs}
     # each latent variable once, the groups its first dim (not one copy per group)
-    assert {"a", "b", "sigma", "y_n_records_log_ratio", "y_x_mu", "y_x_scale"} <= names and len(names) <= 8
+    assert {"a", "b", "sigma", "y_n_records_noise", "y_x_mu", "y_x_scale"} <= names and len(names) <= 8
     dims = private.model.named_vars_to_dims
-    assert tuple(dims["y_n_records_log_ratio"]) == ("county",) and dims["y_x_mu"][0] == "county"
+    assert tuple(dims["y_n_records_noise"]) == ("county",) and dims["y_x_mu"][0] == "county"
     assert tuple(dims["y_n_records"]) == ("county",)
     assert not private.model.observed_RVs and not private.model.data_vars
 
@@ -135,6 +135,28 @@ def test_crossed_group_indices_are_refused_by_the_laplace_route():
         pm.Bernoulli("y", logit_p=a[i] + c[j], observed=rng.integers(0, 2, 200))
     with pytest.raises(ValueError, match="more than one per-record array"):
         plan_privatization(model, 1.0)
+
+
+def test_two_index_arrays_are_two_indices_whatever_their_values():
+    """a[i] + c[j] with j equal to i on every record (data set D) or on all but one (its neighbour D'): both are
+    refused as crossed, so that whether the model runs cannot tell D from D'. One array used twice is one index."""
+    rng = np.random.default_rng(0)
+    i, x = rng.integers(0, 3, 200), rng.uniform(-1, 1, 200)
+    y = rng.normal(0.5 * x, 1.0)
+    neighbour = i.copy()
+    neighbour[0] = (i[0] + 1) % 3
+    for j in (i.copy(), neighbour):
+        with pm.Model(coords={"group": GROUPS, "site": GROUPS}) as model:
+            a, c = pm.Normal("a", 0, 1, dims="group"), pm.Normal("c", 0, 1, dims="site")
+            pm.Normal("y", a[i] + c[j] + pm.Normal("b") * x, pm.HalfNormal("s"), observed=y)
+        with pytest.raises(ValueError, match="more than one per-record array"):
+            plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS)
+    with pm.Model(coords={"group": GROUPS}) as model:  # one NumPy array, read twice: two constants, one index
+        a, b = pm.Normal("a", 0, 1, dims="group"), pm.Normal("b", 0, 1, dims="group")
+        pm.Normal("y", a[i] + b[i] * x, pm.HalfNormal("s"), observed=y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert len(plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS).prepared["y"].parts) == 3
 
 
 def test_a_group_index_naming_no_group_is_left_out_and_counted_for_the_curator():
@@ -317,7 +339,8 @@ def test_a_varying_slope_or_sigma_is_not_pooled():
 def test_the_pooled_likelihood_is_the_joint_gaussian_density_of_the_release(monkeypatch):
     """Group terms (each group's own sums, then its share of the pooled sums' conditional mean and covariance) and the
     pooled sums' term multiply to the joint Normal density of every group's own sums and the pooled sums, checked
-    against SciPy's on the stacked vector (3 groups, 6 sums and a count each, 3 pooled)."""
+    against SciPy's on the stacked vector (3 groups, 6 sums and a count each, 3 pooled). The count's Laplace term is
+    there when the count is not sampled through its noise (here: a count marked public)."""
     from types import SimpleNamespace
 
     import pytensor.tensor as pt
@@ -337,7 +360,7 @@ def test_the_pooled_likelihood_is_the_joint_gaussian_density_of_the_release(monk
     for z, m, c in groups:
         monkeypatch.setattr(_latent_count, "scaled_release_moments",
                             lambda *args, z=z, m=m, c=c: (pt.as_tensor(z), pt.as_tensor(m), pt.as_tensor(c), 0.0))
-        stats = SimpleNamespace(released=z, noisy=z, scale=1.0, mechanism="laplace")
+        stats = SimpleNamespace(released=z, noisy=z, scale=1.0, mechanism="laplace", n_is_public=True)
         terms.append(_pooled_groups.group_share_terms(stats, {}, 1.0, pooled))
     released = rng.normal(size=3) * 4
     total = sum(t[0] for t in terms) + _pooled_groups.pooled_sums_logp(
@@ -492,3 +515,16 @@ def test_a_hierarchys_intervals_cover_the_truth_at_their_rate_over_100_releases(
     by_parameter = coverage.mean(axis=0)
     assert np.all((by_parameter >= 0.83) & (by_parameter <= 0.97)), by_parameter
     assert 0.86 <= coverage.mean() <= 0.94, coverage.mean()
+
+
+def test_privatize_model_lets_no_info_or_debug_line_out_while_it_reads_the_records(caplog):
+    """pmdp.privatize_model reads the records (their statistics, the model's graph with the arrays in it) outside
+    pmdp.sample: numba and PyTensor log at DEBUG what they compile. Nothing below WARNING leaves meanwhile."""
+    import logging
+
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pmdp.privatize_model(varying_intercepts(600), 1.0, bounds=REGRESSION_BOUNDS, rng=1)
+    leaked = [r for r in caplog.records if r.levelno < logging.WARNING and not r.name.startswith("arviz")]
+    assert not leaked, [(r.name, r.getMessage()[:80]) for r in leaked]
+    assert logging.root.manager.disable == logging.NOTSET

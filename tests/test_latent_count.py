@@ -11,6 +11,7 @@ from scipy import integrate, stats as st
 
 import pymc_dp as pmdp
 from pymc_dp.families import ClippedRecordsWarning
+from pymc_dp.families._latent_count import LatentCount
 from pymc_dp.model.privatize_model import PlugInLikelihoodWarning
 
 pytestmark = pytest.mark.usefixtures("quiet_pymc")
@@ -114,7 +115,9 @@ def test_observe_stats_under_add_remove_models_the_noise_with_a_latent_count(cas
                 "poisson": np.sqrt(3.0 / 800), "binomial": np.sqrt(0.3 * 0.7 / 3200)}[name]
     assert abs(float(mode["theta"]) - truth) < 4 * plain_sd, (float(mode["theta"]), truth)
     assert abs(float(mode["y_n_records"]) - 800) < 60  # the Poisson spread √800 ≈ 28 and the count's noise
-    assert "y_n_records_log_ratio" in {v.name for v in model.free_RVs}
+    # N released alone with Laplace noise: sampled through the noise's normal score (no kink); else u = log(N / N̂)
+    free = "y_n_records_noise" if LatentCount(stats).through_noise else "y_n_records_log_ratio"
+    assert free in {v.name for v in model.free_RVs}
 
 
 def test_the_privacy_flag_under_add_remove_is_noise_aware_without_a_warning():
@@ -128,10 +131,10 @@ def test_the_privacy_flag_under_add_remove_is_noise_aware_without_a_warning():
     assert stats.centred and not stats.n_is_public
     free = {v.name for v in private.model.free_RVs}
     # N released on its own: given it, the two sums have the bivariate quadrature, with no mixing variables
-    assert "age_n_records_log_ratio" in free and "age_noise_mixing" not in free
+    assert "age_n_records_noise" in free and "age_noise_mixing" not in free
     assert "age_n_records" in {v.name for v in private.model.deterministics}
     point = private.model.initial_point()
-    assert point["age_n_records_log_ratio"] == 0.0 and np.isfinite(private.model.compile_logp()(point))
+    assert point["age_n_records_noise"] == 0.0 and np.isfinite(private.model.compile_logp()(point))
     assert not any("plug-in" in a for a in private.ledger.entries[-1].assumptions)
 
 
@@ -156,3 +159,48 @@ def test_a_name_the_record_free_model_adds_that_the_model_already_has_is_refused
     with pytest.raises(ValueError, match="already has a variable of that name.*nothing was spent"):
         pmdp.privatize_model(model, 1.0, ledger=ledger, rng=1)
     assert len(ledger) == 0
+
+
+def test_the_laplace_quantile_of_a_normal_score_matches_scipy_in_both_tails():
+    import pytensor.tensor as pt
+
+    from pymc_dp.families._latent_count import laplace_score_quantile
+
+    eta = np.array([-30.0, -8.0, -1.5, -1e-9, 0.0, 1e-9, 0.4, 3.0, 12.0, 30.0])
+    got = laplace_score_quantile(pt.as_tensor(eta)).eval()
+    # F_L⁻¹(Φ(η)) = −log(2 Φ(−η)) for η ≥ 0, odd in η: SciPy's log survival function keeps the far tail
+    want = np.sign(eta) * -(np.log(2.0) + st.norm.logsf(np.abs(eta)))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    e = pt.dscalar("e")
+    slope = pt.grad(laplace_score_quantile(e), e)
+    assert float(slope.eval({e: 0.0})) == pytest.approx(np.sqrt(2.0 / np.pi), rel=1e-12)  # no kink at the mode
+
+
+@pytest.mark.parametrize("released", [900.0, 12.0, -5.0])
+def test_the_count_sampled_through_its_noise_has_the_flat_prior_times_laplace_posterior(released):
+    """Written in the free variable v, log prior(v) − log |dN/dv| is the count's Laplace log density at N(v) plus one
+    constant: the same posterior of N as a flat prior on (0, ∞) times the count's noise, for a large count, a small
+    one (the bound N > 0 within a few noise scales) and a negative release; N(v) > 0 everywhere."""
+    import pytensor.tensor as pt
+    from types import SimpleNamespace
+
+    from pymc_dp.families._noise_aware import RELEASE_NAME
+
+    family = SimpleNamespace(count_released_alone=lambda how: True)
+    design = SimpleNamespace(weights=np.array([0.3, 0.5]))  # the count weighted 0.5: N̂ = r / 0.5, s = b / 0.5
+    stats = SimpleNamespace(family=family, neighbouring="add_remove", n_is_public=False, mechanism="laplace",
+                            scale=4.0, design=design, released=np.array([1.0, released]), noisy=None)
+    token = RELEASE_NAME.set("released_statistics_t")
+    try:
+        latent = LatentCount(stats)
+        v = pt.dscalar("v")
+        count = latent.count(v)
+        log_prior, slope = latent.log_prior(v), pt.grad(count, v)
+        values = np.linspace(-6.0, 6.0, 49)
+        n, lp, dn = (np.array([float(t.eval({v: x})) for x in values]) for t in (count, log_prior, slope))
+    finally:
+        RELEASE_NAME.reset(token)
+    assert latent.through_noise and np.all(n > 0)
+    laplace = -np.abs(released - 0.5 * n) / 4.0  # log Laplace(r − w·N; b), up to a constant
+    offset = lp - np.log(np.abs(dn)) - laplace
+    assert np.ptp(offset) < 1e-7, offset

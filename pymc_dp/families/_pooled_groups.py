@@ -51,12 +51,13 @@ def group_share_terms(stats: Any, params: Mapping[str, Any], count: Any, pooled:
 
     ``stats`` is the group's part of the release (its own coordinates read; the pooled ones are not), ``count``
     its latent N_g, ``noise_mixing`` the mixing variables of its own sums (None: moment-matched, variance 2).
-    The count's coordinate has its own unit Laplace noise, as in the ungrouped likelihood.
+    The count's coordinate has its own unit Laplace noise, as in the ungrouped likelihood; its term is left out
+    where the count is sampled through that noise (:class:`~pymc_dp.families._latent_count.LatentCount`).
     """
     import pymc as pm
     import pytensor.tensor as pt
 
-    from ._latent_count import scaled_release_moments
+    from ._latent_count import count_through_its_noise, scaled_release_moments
 
     z, m, c, _ = scaled_release_moments(stats, params, count)
     size = int(np.size(stats.released if stats.released is not None else stats.noisy))
@@ -68,7 +69,8 @@ def group_share_terms(stats: Any, params: Mapping[str, Any], count: Any, pooled:
     c_cross = c[own][:, shared]
     residual = z[own] - m[own]
     logp = pm.logp(pm.MvNormal.dist(mu=m[own], cov=c_own), z[own])
-    logp = logp - pt.abs(z[sums] - m[sums]) - np.log(2.0)
+    if not count_through_its_noise(stats):  # else the count's term is its noise score's prior (LatentCount)
+        logp = logp - pt.abs(z[sums] - m[sums]) - np.log(2.0)
     gain = pt.linalg.solve(c_own, c_cross, assume_a="pos").T  # K_g = Σ_SL (Σ_LL + D)⁻¹
     mean = m[shared] + pt.dot(gain, residual)
     cov = c[shared][:, shared] - pt.dot(gain, c_cross)

@@ -193,7 +193,9 @@ class LinearRegression(Family):
         except ValueError:
             raise shape_error from None
         if np.any(lo_x > hi_x):
-            raise ValueError(f"bounds['x'] must have lower ≤ upper for every feature, got {pair!r}.")
+            bad = ", ".join(f"covariate {j}: {lo_x[j]:g} > {hi_x[j]:g}" for j in np.flatnonzero(lo_x > hi_x))
+            raise ValueError(f"bounds['x'] must be (lower, upper) with lower ≤ upper for every covariate; reversed for "
+                             f"{bad}. Swap them.")
         lo_y, hi_y = check_bound_pair(bounds, "y")
         return np.append(lo_x, lo_y), np.append(hi_x, hi_y)
 

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .._logs import reads_records
 from ..accounting.curator import curator_report
 from ..accounting import PrivacyLedger
 from ..accounting.validation import check_delta, check_epsilon, check_neighbouring, check_noise_scale
@@ -39,6 +40,7 @@ class DegenerateReleaseWarning(UserWarning):
     """
 
 
+@reads_records
 def privatize(
     data: Any,
     family: str | Family,

@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..families import PrivateStatistics, family_of_dist
-from ..families._latent_count import log_ratio_name, record_count_name
+from ..families._latent_count import record_count_name
 from ..families._noise_aware import RELEASE_NAME, released_values
 from ._graph import data_leaves, describe_leaf
 
@@ -59,16 +59,16 @@ def statistics_loglik(
     noise_aware: bool,
     make_mixing: Callable[[int], Any] | None = None,
     name: str | None = None,
-    make_count: Callable[[Callable[[Any], Any]], tuple[Any, Any]] | None = None,
+    make_count: Callable[[Any], tuple[Any, Any]] | None = None,
 ) -> Any:
     """The log-likelihood term of privatised statistics: plug-in, or noise-aware.
 
     ``make_mixing(d)`` creates the d latent Exponential(1) noise-mixing variables a
     multivariate noise-aware likelihood needs (see
     :meth:`~pymc_dp.families.base.Family.noise_mixing_size`) and returns them.
-    ``make_count(count_of)`` creates the latent number of records of an add/remove release
-    (:mod:`pymc_dp.families._latent_count`): a flat free variable u, and the Deterministic
-    N = ``count_of(u)``; it returns (u, N). ``name``
+    ``make_count(latent)`` creates the latent number of records of an add/remove release
+    (:mod:`pymc_dp.families._latent_count`): a flat free variable v named ``latent.free_name(<count>)``,
+    and the Deterministic N = ``latent.count(v)``; it returns (v, N). ``name``
     (the observed variable's) names the shared variable holding the released numbers,
     ``released_statistics_<name>``.
     """
@@ -87,7 +87,7 @@ def _latent(make: Callable[..., Any] | None, argument: Any) -> Any:
 
 def _statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], noise_aware: bool,
                        make_mixing: Callable[[int], Any] | None,
-                       make_count: Callable[[Callable[[Any], Any]], tuple[Any, Any]] | None) -> Any:
+                       make_count: Callable[[Any], tuple[Any, Any]] | None) -> Any:
     family = stats.family
     if noise_aware:
         if not family.supports_noise_aware:
@@ -96,15 +96,14 @@ def _statistics_loglik(stats: PrivateStatistics, params: Mapping[str, Any], nois
             )
         released = int(np.size(stats.noisy))
         if not stats.n_is_public:  # N private: a latent count, and the central-limit form (see _latent_count)
-            from ..families._latent_count import (
-                latent_count_mixing_size, latent_count_noise_aware_logp, latent_record_count,
-            )
+            from ..families._latent_count import LatentCount, latent_count_mixing_size, latent_count_noise_aware_logp
 
             size = latent_count_mixing_size(stats)
             mixing = _latent(make_mixing, size) if size else None
-            log_ratio, count = _latent(make_count, lambda u: latent_record_count(stats, u))
-            # + u: the flat prior on N, written in u = log(N / its estimate) (the Jacobian dN/du = N, up to a constant)
-            return latent_count_noise_aware_logp(stats, params, count, mixing) + log_ratio
+            latent = LatentCount(stats)
+            free, count = _latent(make_count, latent)
+            # + the free variable's log prior: N's flat prior, written in it (and the count's own noise term)
+            return latent_count_noise_aware_logp(stats, params, count, mixing) + latent.log_prior(free)
         # Gaussian noise convolves with the central-limit Normal in closed form: no mixing variables
         size = 0 if stats.mechanism == "gaussian" else family.noise_mixing_size(released, stats.n)
         mixing = _latent(make_mixing, size) if size else None
@@ -211,10 +210,10 @@ def observe_stats(
         with model:
             return pm.Exponential(noise_mixing_name(name), 1.0, shape=size)
 
-    def make_count(count_of: Callable[[Any], Any]) -> tuple[Any, Any]:
+    def make_count(latent: Any) -> tuple[Any, Any]:
         with model:
-            log_ratio = pm.Flat(log_ratio_name(record_count_name(name)))
-            return log_ratio, pm.Deterministic(record_count_name(name), count_of(log_ratio))
+            free = pm.Flat(latent.free_name(record_count_name(name)))
+            return free, pm.Deterministic(record_count_name(name), latent.count(free))
 
     logp = pt.as_tensor(statistics_loglik(stats, params, bool(noise_aware), make_mixing, name, make_count))
     if logp.type.ndim != 0:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph, warn_at_caller
+from .._logs import reads_records
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
 from ..accounting.validation import (
     check_delta,
@@ -29,7 +30,7 @@ from ..accounting.validation import (
     check_noise_scale,
 )
 from ..families import PrivateStatistics, family_of_dist
-from ..families._latent_count import log_ratio_name, record_count_name
+from ..families._latent_count import record_count_name
 from ..families.privatize import ClippedRecordsWarning, noise_for, prepare_statistics, release_statistics
 from ..families.grouped import GroupedPrepared, GroupedStatistics, release_grouped, with_weights_of
 from ..accounting.curator import curator_report
@@ -395,7 +396,7 @@ def _pooled_likelihood(name: str, s: GroupedStatistics, node: Any, rows: int, fr
     variables for its own sums, as rows of variables shared by the groups; the pooled sums get mixing
     variables of their own, ``<y>_noise_mixing_pooled``.
     """
-    from ..families._latent_count import latent_record_count, noise_moment_matched
+    from ..families._latent_count import LatentCount, noise_moment_matched
     from ..families._noise_aware import RELEASE_NAME
     from ..families._pooled_groups import group_share_terms, pooled_sums_logp
 
@@ -412,10 +413,10 @@ def _pooled_likelihood(name: str, s: GroupedStatistics, node: Any, rows: int, fr
             params = {"beta": predictor.coefficients, "sigma": predictor.sigma,
                       **covariate_parameters(name, part.family, part.bounds, latents, predictor.columns)}
             mixing = None if matched else _noise_mixing_rv(noise_mixing_name(name), latents, sums, len(sums))
-            log_ratio, count = _record_count_rv(record_count_name(name), latents,
-                                                lambda u, part=part: latent_record_count(part, u))
+            latent = LatentCount(part)
+            count_free, count = _record_count_rv(record_count_name(name), latents, latent)
             logp, mean, cov = group_share_terms(part, params, count, s.pooled, mixing)
-            terms.append([logp + log_ratio, mean, cov])  # + u: the flat prior on N_g, written in u
+            terms.append([logp + latent.log_prior(count_free), mean, cov])  # + N_g's flat prior, written in v
         latents.finish()
         logps, means, covs = stack_group_outputs(terms)
         pooled_names = [names[j] for j in s.pooled]
@@ -641,17 +642,18 @@ def latent_normal_rv(name: str, new_outputs: list[Any], size: int) -> Any:
     return new_free_variable(name, pm.Normal.dist(0.0, 1.0, shape=size), new_outputs)
 
 
-def _record_count_rv(name: str, new_outputs: list[Any], count_of: Callable[[Any], Any]) -> tuple[Any, Any]:
+def _record_count_rv(name: str, new_outputs: list[Any], latent: Any) -> tuple[Any, Any]:
     """The latent number of records of an add/remove release (see :mod:`pymc_dp.families._latent_count`).
 
-    A free ``<name>_log_ratio`` u (flat) and the Deterministic ``<name>``, N = ``count_of(u)``; returns (u, N).
+    A flat free variable v (``latent.free_name(name)``) and the Deterministic ``<name>``, N = ``latent.count(v)``;
+    returns (v, N).
     """
     import pymc as pm
 
-    log_ratio = new_free_variable(log_ratio_name(name), pm.Flat.dist(), new_outputs)
-    count = count_of(log_ratio)
+    free = new_free_variable(latent.free_name(name), pm.Flat.dist(), new_outputs)
+    count = latent.count(free)
     new_deterministic(count, name, new_outputs)
-    return log_ratio, count
+    return free, count
 
 
 def _noise_mixing_rv(name: str, new_outputs: list[Any], labels: Sequence[str], size: int) -> Any:
@@ -668,6 +670,7 @@ def _noise_mixing_rv(name: str, new_outputs: list[Any], labels: Sequence[str], s
                              labels=labels)
 
 
+@reads_records
 def privatize_model(
     model: Any = None,
     epsilon: float | None = None,

@@ -27,12 +27,12 @@ from __future__ import annotations
 import inspect
 import warnings
 from abc import ABC, abstractmethod
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .._logs import quiet_logs
 from ..accounting import LedgerEntry, PrivacyLedger
 from ..accounting.validation import check_count, check_finite_array
 from ..trace import imputed_variables, release
@@ -131,27 +131,6 @@ def check_plan_keywords(plan: RoutePlan, keywords: Mapping[str, Any]) -> None:
             f"{sorted(named)}) and a gradient_backend: a Mode object or other pytensor.function options can run user "
             "code on every intermediate value of a density that reads the records. Nothing was spent."
         )
-
-
-@contextmanager
-def quiet_logs(active: bool = True) -> Iterator[None]:
-    """Hold back every INFO and DEBUG log line while code reads the records (planning, a sampler).
-
-    PyMC logs how long sampling took (INFO) and the energies of divergent trajectories
-    (DEBUG), numba's DEBUG log prints the code it compiles with the observed arrays in it:
-    all functions of the records, released to whoever reads the log. Loggers below
-    WARNING are switched off process-wide for the run (``logging.disable``: a level set
-    on a child logger does not get around it); warnings still show.
-    """
-    import logging
-
-    previous = logging.root.manager.disable
-    if active and previous < logging.INFO:
-        logging.disable(logging.INFO)
-    try:
-        yield
-    finally:
-        logging.disable(previous)
 
 
 def _recorded(entries: Sequence[LedgerEntry], plan: RoutePlan) -> list[LedgerEntry]:
