@@ -135,6 +135,10 @@ def test_the_privacy_flag_under_add_remove_is_noise_aware_without_a_warning():
     assert "age_n_records" in {v.name for v in private.model.deterministics}
     point = private.model.initial_point()
     assert point["age_n_records_noise"] == 0.0 and np.isfinite(private.model.compile_logp()(point))
+    from pymc_dp.routes.nutpie_cache import _shared_variables
+
+    # the release's numbers are uniquely named shared inputs: nutpie's compile of one release serves the next
+    assert _shared_variables([private.model.logp()]) is not None
     assert not any("plug-in" in a for a in private.ledger.entries[-1].assumptions)
 
 

@@ -106,6 +106,7 @@ class LatentCount:
     def __init__(self, stats: Any) -> None:
         self.stats = stats
         self.through_noise = count_through_its_noise(stats)
+        self._inputs: tuple[Any, Any, Any] | None = None
 
     def free_name(self, count_name: str) -> str:
         """The free variable's name: ``<count>_noise`` (the normal score) or ``<count>_log_ratio``."""
@@ -133,8 +134,10 @@ class LatentCount:
 
         from ._noise_aware import released_scalar
 
-        estimate, spread, bound = (released_scalar(v, f"n_noise_{k}")
-                                   for k, v in zip(("estimate", "spread", "bound"), self.numbers()))
+        if self._inputs is None:  # once: shared inputs with repeated names would keep nutpie from reusing a compile
+            self._inputs = tuple(released_scalar(v, f"n_noise_{k}")
+                                 for k, v in zip(("estimate", "spread", "bound"), self.numbers()))
+        estimate, spread, bound = self._inputs
         gap = bound - free
         return bound - pt.softplus(gap), (estimate, spread, gap)
 
