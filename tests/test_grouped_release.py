@@ -137,6 +137,21 @@ def test_crossed_group_indices_are_refused_by_the_laplace_route():
         plan_privatization(model, 1.0)
 
 
+def test_a_refusal_names_unnamed_per_record_arrays_by_their_use():
+    """The tempered routes' refusal of a[i] + c[j] + x says which array is which: the index of a[...], of c[...], a
+    term added (they have no names: NumPy arrays)."""
+    rng = np.random.default_rng(0)
+    i, j, x = rng.integers(0, 3, 200), rng.integers(0, 2, 200), rng.uniform(-1, 1, 200)
+    with pm.Model(coords={"a_dim": range(3), "c_dim": range(2)}) as model:
+        a = pm.Normal("a", 0, 1, dims="a_dim")
+        c = pm.Normal("c", 0, 1, dims="c_dim")
+        pm.Normal("y", a[i] + c[j] + x, 1.0, observed=rng.normal(size=200))
+    with pytest.raises(ValueError) as refused:
+        pmdp.sample(10, epsilon=1.0, model=model, method="ops")
+    assert "(the index of a[...])" in str(refused.value) and "(the index of c[...])" in str(refused.value)
+    assert "(a term added to others)" in str(refused.value)
+
+
 def test_two_index_arrays_are_two_indices_whatever_their_values():
     """a[i] + c[j] with j equal to i on every record (data set D) or on all but one (its neighbour D'): both are
     refused as crossed, so that whether the model runs cannot tell D from D'. One array used twice is one index."""

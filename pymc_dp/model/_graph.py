@@ -238,13 +238,54 @@ def _shaped_as_declared(model: Any, var: Any, dims: Sequence[str]) -> bool:
         d in lengths and int(np.asarray(lengths[d].eval())) == n for d, n in zip(dims, shape))
 
 
-def describe_leaf(var: Any) -> str:
-    """A short human description of a data leaf."""
+def describe_leaf(var: Any, graph: Sequence[Any] = ()) -> str:
+    """A short human description of a data leaf; an unnamed one by its use in ``graph`` (the variables it feeds,
+    e.g. an observed variable) where that says more: ``the index of a[...]``, ``multiplying b``."""
     name = getattr(var, "name", None)
+    use = "" if name else _use_in(var, graph)
     if n_is_private():  # a shape could be the number of records
-        return repr(name) if name else "an unnamed array"
+        return repr(name) if name else f"an unnamed array{use}"
     shape = np.shape(getattr(var, "data", None)) if hasattr(var, "data") else np.shape(var.get_value(borrow=True))
-    return f"{name!r} (shape {shape})" if name else f"an unnamed array of shape {shape}"
+    return f"{name!r} (shape {shape})" if name else f"an unnamed array of shape {shape}{use}"
+
+
+#: Elementwise operations an unnamed per-record array may enter, in words for a refusal.
+_OPERATIONS = {"Add": "a term added to others", "Sub": "a term subtracted", "Mul": "a factor of a product",
+               "TrueDiv": "in a ratio", "Dot": "in a matrix product", "Exp": "inside exp"}
+
+
+def _use_in(leaf: Any, graph: Sequence[Any]) -> str:
+    """`` (the index of a[...])`` or `` (with b)``: the first node of ``graph`` that reads ``leaf``, in words; empty
+    when none says more than the array's shape."""
+    seen, stack = set(), list(graph)
+    while stack:
+        var = stack.pop()
+        if id(var) in seen or var.owner is None:
+            continue
+        seen.add(id(var))
+        node = var.owner
+        if any(i is leaf for i in node.inputs):
+            if type(node.op).__name__.startswith("AdvancedSubtensor") and node.inputs[0] is not leaf:
+                indexed = _name_through(node.inputs[0])
+                return f" (the index of {indexed}[...])" if indexed else " (an index)"
+            others = [n for n in (_name_through(i) for i in node.inputs if i is not leaf) if n]
+            if others:
+                return f" (with {', '.join(others)})"
+            words = _OPERATIONS.get(type(getattr(node.op, "scalar_op", node.op)).__name__)
+            return f" ({words})" if words else ""
+        stack.extend(node.inputs)
+    return ""
+
+
+def _name_through(var: Any, depth: int = 4) -> str | None:
+    """The name of ``var``, or of the one input it was computed from (a cast, a dimshuffle), up to ``depth`` steps."""
+    for _ in range(depth):
+        if getattr(var, "name", None):
+            return var.name
+        if var.owner is None or len([i for i in var.owner.inputs if i.owner is not None or i.name]) != 1:
+            return None
+        var = next(i for i in var.owner.inputs if i.owner is not None or i.name)
+    return None
 
 
 def only_constants(var: Any) -> bool:

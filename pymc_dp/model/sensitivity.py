@@ -381,7 +381,7 @@ def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], rec
     aligned, other = per_record_leaves(leaves, records)
     if not aligned and not other:
         return  # group-level data only: public, like a NumPy constant of its size
-    names = ", ".join(describe_leaf(v) for v in aligned or leaves)
+    names = ", ".join(describe_leaf(v, [rv]) for v in aligned or leaves)
     if other:
         raise ValueError(
             f"the parameters of the observed variable {rv.name!r} depend on data that is not one row per record "
