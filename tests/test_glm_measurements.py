@@ -287,3 +287,21 @@ def test_a_round_that_fails_after_its_noise_was_drawn_still_records_what_it_drew
     assert [e.touched.split(": ")[-1] for e in ledger.entries] == ["score at pilot point 1",
                                                                    "information at pilot point 1"]
     assert not ledger.reserved
+
+
+def test_older_pilot_rounds_that_disagree_with_a_precise_round_are_discounted_down_to_a_floor():
+    """The older rounds' summary (s.d. 0.1 a coordinate) keeps FORGETTING of its precision when this round's own
+    estimate (s.d. 0.01) agrees with it, a quarter of that at a distance of 1 (χ² 30 at FORGETTING and 15 at half,
+    over the 0.999 quantile of 13.8 for d = 2; 7.5 at a quarter), and never less than STALE_FLOOR."""
+    from pymc_dp.mechanisms.private_newton import FORGETTING, STALE_FLOOR, stale_discount
+
+    information = 1e4 * np.eye(2)
+    noise = information + 2 * 10.0**2 * np.eye(2)
+    older = 100.0 * np.eye(2)
+
+    def kept(distance: float) -> float:
+        return stale_discount(np.array([distance, 0.0]), older, np.zeros(2), information, np.zeros(2), noise)
+
+    assert kept(0.05) == FORGETTING
+    assert kept(1.0) == FORGETTING / 4
+    assert kept(50.0) == pytest.approx(STALE_FLOOR)
