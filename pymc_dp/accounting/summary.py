@@ -37,7 +37,9 @@ def _fitted_accountants(ledger: "PrivacyLedger") -> list[tuple[str, float]]:
 
 def format_summary(ledger: "PrivacyLedger", method: str = "basic", delta: float | None = None) -> str:
     """Format ``ledger`` as a table: one row per entry, then the totals and the budget."""
-    headers = ["#", "mechanism", "touched", "ε", "δ", "count", "ε×count", "group", "noise", "assumptions"]
+    # "parallel": the entry's parallel-composition label (entries on disjoint records); a release split by group is
+    # one entry and says its groups under "touched"
+    headers = ["#", "mechanism", "touched", "ε", "δ", "count", "ε×count", "parallel", "noise", "assumptions"]
     rows = []
     for i, e in enumerate(ledger.entries, 1):
         rows.append([
