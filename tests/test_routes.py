@@ -511,3 +511,16 @@ def test_the_gibbs_route_counts_its_draws_on_a_line_of_its_own(capfd):
     err = capfd.readouterr().err
     assert "private MCMC: 50/50 draws" in err
     assert not any(word in err for word in ("draws/s", "Elapsed", "Remaining", "Step size", "Divergences"))
+
+
+@pytest.mark.parametrize("bar", [True, False])
+def test_the_laplace_route_says_what_it_compiles_before_the_bar_appears_only_with_the_bar_on(capfd, bar):
+    """The first compile of a record-free model can take a minute with nothing on screen: a public stage line says
+    what runs, when the progress bar is on (and nothing when the user turned it off)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with beta_bernoulli():
+            pmdp.sample(20, epsilon=1.0, method="laplace", tune=20, chains=1, cores=1, random_seed=1,
+                        progressbar=bar, compute_convergence_checks=False)
+    said = "pmdp: sampling the record-free model" in capfd.readouterr().err
+    assert said == bar

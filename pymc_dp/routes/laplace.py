@@ -24,6 +24,7 @@ from .base import Ran, RoutePlan, check_initvals, check_step_model
 from .nutpie_cache import reusing_compiled_models
 from .base import public_names as check_public_names  # the local name public_names is the result
 from .options import Laplace
+from .progress import stage
 
 __all__ = ["plan_laplace", "LaplacePlan", "sample_released"]
 
@@ -91,6 +92,8 @@ def sample_released(model: Any, draws: int, pm_kwargs: Mapping[str, Any], spent:
         # Laplace noise as a scale mixture of Gaussians: its mixing variables give the posterior funnels that
         # NUTS at the default 0.8 crosses with divergences (a regression with several covariates, measured)
         pm_kwargs = {**pm_kwargs, "target_accept": MIXING_TARGET_ACCEPT}
+    stage("sampling the record-free model (released numbers only); its first run compiles it, which can take a "
+          "minute or more", pm_kwargs.get("progressbar", True))
     with reusing_compiled_models():
         idata = pm.sample(draws, model=model, **pm_kwargs)
     stats = _compat.get_group(idata, "sample_stats")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-__all__ = ["ProgressLine", "chained_callback"]
+__all__ = ["ProgressLine", "chained_callback", "stage"]
 
 
 class ProgressLine:
@@ -59,3 +59,11 @@ def chained_callback(progress: ProgressLine, user: Callable[..., Any] | None) ->
         return user(*args, **kwargs)
 
     return both
+
+
+def stage(message: str, enabled: Any = True) -> None:
+    """One line ``pmdp: message`` on stderr, when the progress bar is on: what a long silent step is doing (the
+    first compile of a record-free model takes a minute or more before PyMC's bar appears). ``message`` must be
+    public: a constant, or numbers fixed by the request."""
+    if enabled:
+        print(f"pmdp: {message}", file=sys.stderr, flush=True)
