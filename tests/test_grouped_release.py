@@ -152,6 +152,32 @@ def test_a_refusal_names_unnamed_per_record_arrays_by_their_use():
     assert "(a term added to others)" in str(refused.value)
 
 
+def test_a_per_record_offset_is_named_in_the_refusal():
+    """``a + b * x + 0.1 * x2`` (x2 data with no coefficient) is not a regression term: the refusal says so and
+    what to do, rather than only that the mean has one value per record."""
+    rng = np.random.default_rng(3)
+    x, x2 = rng.uniform(-1, 1, 200), rng.uniform(-1, 1, 200)
+    with pm.Model() as model:
+        pm.Normal("y", pm.Normal("a") + pm.Normal("b") * x + 0.1 * x2, pm.HalfNormal("s"),
+                  observed=rng.normal(size=200))
+    with pytest.raises(ValueError, match="per-record offset .*subtract it from the outcome"):
+        plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS)
+
+
+def test_a_group_level_pm_data_predictor_is_refused_with_the_numpy_way_that_works():
+    """The radon gallery's contextual effect ``c * u[county]`` with ``u`` in group-level ``pm.Data`` is not read yet;
+    the refusal says so and names the form that is (the NumPy array indexed, a per-record covariate)."""
+    rng = np.random.default_rng(4)
+    idx, x = rng.integers(0, 3, 300), rng.uniform(-1, 1, 300)
+    with pm.Model(coords={"group": GROUPS}) as model:
+        county, u = pm.Data("county", idx), pm.Data("u", np.array([-0.5, 0.2, 0.9]), dims="group")
+        a = pm.Normal("a", 0, 1, dims="group")
+        pm.Normal("y", a[county] + pm.Normal("b") * x + pm.Normal("c") * u[county], pm.HalfNormal("s"),
+                  observed=rng.normal(size=300))
+    with pytest.raises(ValueError, match=r"group-level data term such as c \* u\[idx\].*c \* u_values\[idx\]"):
+        plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS)
+
+
 def test_two_index_arrays_are_two_indices_whatever_their_values():
     """a[i] + c[j] with j equal to i on every record (data set D) or on all but one (its neighbour D'): both are
     refused as crossed, so that whether the model runs cannot tell D from D'. One array used twice is one index."""

@@ -171,7 +171,8 @@ def _prepare_variable(model: Any, rv: Any, name: str, records: np.ndarray, n_rec
     ``rv`` is the observed variable ``name`` (or the view of it for the group ``part``: :mod:`.group_index`);
     where its family is not one the route knows, the reason is appended to ``unsupported`` and None returned.
     """
-    predictor = linear_regression_of(rv, n_records, model.free_RVs, dim_lengths(model))
+    not_regression: list[str] = []
+    predictor = linear_regression_of(rv, n_records, model.free_RVs, dim_lengths(model), not_regression)
     if predictor is not None:
         if neighbouring == "add_remove" and rows is None:  # N is private: refusals are made on no records
             _prepare_regression(name, predictor, records, var_bounds, neighbouring, budget,
@@ -183,6 +184,9 @@ def _prepare_variable(model: Any, rv: Any, name: str, records: np.ndarray, n_rec
         reason = str(err)
         if neighbouring == "add_remove":  # N (or a group's size) is private: no shape in the refusal's words
             reason = re.sub(r"static shape \([^)]*\)", "a shape that follows the records", reason)
+        not_regression = [w for w in not_regression if not w.startswith("no term multiplies")]
+        if not_regression:  # a Normal whose mean was nearly a regression: say which term was not
+            reason = f"read as a linear regression, {'; '.join(not_regression)}. Read as one Normal, {reason}"
         unsupported.append(f"{name!r}: {reason}")
         return None
     leaves = data_leaves(

@@ -183,8 +183,15 @@ def _describe(term: Any, records: int) -> str:
     from ._graph import ancestors
 
     if _columns(term, records) is not None:
-        return "a per-record offset (data added without a coefficient)"
+        return ("a per-record offset (data added without a coefficient: subtract it from the outcome before the "
+                "model, or give it a coefficient, b * x)")
 
+    looked_up = [v for v in ancestors([term]) if v.owner is not None and type(v.owner.op).__name__ == "Subtensor"
+                 and leaf_value(v.owner.inputs[0]) is not None and v.owner.inputs[0].type.ndim == 1]
+    if looked_up:  # a group's view of c * u[idx], u group-level pm.Data
+        name = getattr(_strip(looked_up[0].owner.inputs[0]), "name", None) or "u"
+        return (f"a group-level data term such as c * {name}[idx] (not read yet from pm.Data: write it with the "
+                f"NumPy array, c * {name}_values[idx], which makes it a per-record covariate)")
     indexed = [v for v in ancestors([term]) if v.owner is not None
                and type(v.owner.op).__name__.startswith("AdvancedSubtensor")]
     if indexed:
@@ -249,13 +256,14 @@ def _coefficient_name(coefficients: Any) -> tuple[str | None, str | None]:
     return getattr(var, "name", None), None
 
 
-def linear_regression_of(rv: Any, records: int, blockers: list, public: list) -> LinearPredictor | None:
+def linear_regression_of(rv: Any, records: int, blockers: list, public: list,
+                         why: list[str] | None = None) -> LinearPredictor | None:
     """The linear predictor of a Normal observed variable ``rv``, or None if its mean is not one.
 
     Recognised: ``mu = X @ beta``, ``mu = intercept + X @ beta`` (either order), and
     ``mu = a + b * x``, with ``sigma`` a scalar function of the parameters. ``blockers``
     are the model's free variables (where the walk for data stops) and ``public`` its
-    dims' lengths.
+    dims' lengths. Where a Normal's mean is not one, why is appended to ``why``.
     """
     context = (list(blockers), list(public))
     if getattr(rv.owner.op, "name", None) != "normal" or getattr(rv.owner.op, "pymc_dp_loglik_clip", None):
@@ -264,7 +272,7 @@ def linear_regression_of(rv: Any, records: int, blockers: list, public: list) ->
     if _model_scalar(sigma, context) is None:
         return None
     slopes: list[Any] = []
-    found = _linear_predictor(mu, context, records, slopes=slopes)
+    found = _linear_predictor(mu, context, records, why, slopes=slopes)
     if found is None:
         return None
     X, coefficients, intercept, columns = found
