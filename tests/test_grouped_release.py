@@ -164,6 +164,23 @@ def test_a_per_record_offset_is_named_in_the_refusal():
         plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS)
 
 
+def test_under_add_remove_the_offset_refusal_does_not_say_whether_an_array_is_n_long():
+    """N is private under add/remove: the refusal of ``a + b * x + offset`` reads the same whether the offset has N
+    entries or not (an analyst could otherwise ask "is N = k?" for free)."""
+    rng = np.random.default_rng(5)
+    messages = []
+    for k in (199, 200, 201):
+        with pm.Model() as model:
+            x = pm.Data("x", rng.uniform(-1, 1, 200))
+            pm.Normal("y", pm.Normal("a") + pm.Normal("b") * x + np.full(k, 0.1), pm.HalfNormal("s"),
+                      observed=rng.normal(size=200))
+        with pytest.raises(ValueError) as refused:
+            pmdp.privatize_model(model, 1.0, neighbouring="add_remove", bounds=REGRESSION_BOUNDS)
+        messages.append(str(refused.value))
+    assert messages[0] == messages[1] == messages[2]
+    assert "per-record offset" in messages[1]
+
+
 def test_a_group_level_pm_data_predictor_is_refused_with_the_numpy_way_that_works():
     """The radon gallery's contextual effect ``c * u[county]`` with ``u`` in group-level ``pm.Data`` is not read yet;
     the refusal says so and names the form that is (the NumPy array indexed, a per-record covariate)."""

@@ -167,20 +167,29 @@ def stale_discount(mean: np.ndarray, precision: np.ndarray, point: np.ndarray, i
     regressions (N = 10⁵, ε = 1) the last point stayed 0.3–0.8 from log k after six rounds. This round alone
     estimates φ at ``point + I⁻¹ g`` with covariance ``I⁻¹ C I⁻¹`` (C = ``noise``, the score's). When that estimate
     lies beyond the :data:`STALE_QUANTILE` χ² quantile of the combined covariance from the older summary
-    (``mean``, ``precision``), the older rounds are stale and weigh less. Post-processing of released numbers only."""
+    (``mean``, ``precision``), the older rounds are stale and weigh less. The distance is computed without
+    inverting I: with ``r = g + I (φ_t − mean)``, it is ``rᵀ (C + I (f P)⁻¹ I)⁻¹ r`` (C is positive definite: it
+    holds the score's noise). A distance that is not finite (a degenerate release) leaves the older rounds their
+    :data:`FORGETTING` share. The information's own noise is not counted, so at small N·ε a round may look stale
+    when it is only noisy: the floor bounds what that costs. Post-processing of released numbers only."""
     from scipy.stats import chi2
 
-    try:
-        inverse = np.linalg.inv(information)
-    except np.linalg.LinAlgError:
-        return FORGETTING
-    alone = inverse @ noise @ inverse.T
     limit = chi2.ppf(STALE_QUANTILE, len(mean))
-    factor, diff = FORGETTING, point + inverse @ score - mean
-    while factor > STALE_FLOOR:
-        if float(diff @ np.linalg.solve(alone + np.linalg.pinv(factor * precision), diff)) <= limit:
-            break
-        factor /= 2.0
+    innovation = score + information @ (point - mean)
+    older = np.linalg.pinv(precision)
+    factor = FORGETTING
+    with np.errstate(all="ignore"):
+        while factor > STALE_FLOOR:
+            try:
+                distance = float(innovation @ np.linalg.solve(noise + information @ older @ information / factor,
+                                                              innovation))
+            except np.linalg.LinAlgError:
+                return FORGETTING
+            if not np.isfinite(distance):
+                return FORGETTING
+            if distance <= limit:
+                break
+            factor /= 2.0
     return factor
 
 

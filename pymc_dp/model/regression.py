@@ -182,11 +182,18 @@ def _describe(term: Any, records: int) -> str:
     """What a term the recogniser cannot read looks like, in the model's own words (no data values)."""
     from ._graph import ancestors
 
-    if _columns(term, records) is not None:
+    from ._graph import n_is_private
+
+    offset = leaf_value(_strip(term)) is not None and _strip(term).type.ndim >= 1 if n_is_private() \
+        else _columns(term, records) is not None  # N private: never ask whether an array is N long
+    if offset:
         return ("a per-record offset (data added without a coefficient: subtract it from the outcome before the "
                 "model, or give it a coefficient, b * x)")
 
+    from pytensor.compile.sharedvalue import SharedVariable
+
     looked_up = [v for v in ancestors([term]) if v.owner is not None and type(v.owner.op).__name__ == "Subtensor"
+                 and v.type.ndim == 0 and isinstance(_strip(v.owner.inputs[0]), SharedVariable)
                  and leaf_value(v.owner.inputs[0]) is not None and v.owner.inputs[0].type.ndim == 1]
     if looked_up:  # a group's view of c * u[idx], u group-level pm.Data
         name = getattr(_strip(looked_up[0].owner.inputs[0]), "name", None) or "u"
