@@ -240,7 +240,7 @@ def _shaped_as_declared(model: Any, var: Any, dims: Sequence[str]) -> bool:
 
 def describe_leaf(var: Any, graph: Sequence[Any] = ()) -> str:
     """A short human description of a data leaf; an unnamed one by its use in ``graph`` (the variables it feeds,
-    e.g. an observed variable) where that says more: ``the index of a[...]``, ``multiplying b``."""
+    e.g. an observed variable) where that says more: ``the index of a[...]``, ``with b``."""
     name = getattr(var, "name", None)
     use = "" if name else _use_in(var, graph)
     if n_is_private():  # a shape could be the number of records
