@@ -398,6 +398,24 @@ def test_summary_is_a_readable_table():
     assert "pld" in ledger.summary("pld", 1e-6)
 
 
+def test_the_summary_numbers_each_assumption_once_and_wraps_long_ones():
+    """Eight entries sharing a long assumption: the table says A1 on each row, the text is listed once below it,
+    wrapped, so no line of the summary runs on past the table."""
+    long = "records split into 85 disjoint groups by 'county' (parallel composition): " + "each group's statistics " * 20
+    ledger = PrivacyLedger()
+    for _ in range(8):
+        ledger.spend("laplace", 0.1, touched="y", assumptions=(long, "N public"))
+    ledger.spend("laplace", 0.1, touched="y by county", details={"groups": 85})
+    text = ledger.summary()
+    rows = text.splitlines()[3:12]
+    assert all(r.rstrip().endswith("A1, A2") for r in rows[:8]) and rows[8].rstrip().endswith("-")
+    assert "within 85 groups" in rows[8]
+    assert text.count("records split into 85") == 1  # listed once, not on each row
+    listed = text.split("Assumptions")[1].splitlines()[1:]
+    assert listed[0].startswith("  A1   records split") and listed[-1] == "  A2   N public"
+    assert max(len(line) for line in listed) <= 100
+
+
 def test_top_level_reexports():
     assert pmdp.PrivacyLedger is PrivacyLedger and pmdp.Budget is Budget
     assert pmdp.BudgetExceededError is BudgetExceededError

@@ -149,6 +149,11 @@ def test_the_run_is_priced_and_reserved_before_the_first_draw():
     assert sum(e.epsilon for e in plan.entries()) == pytest.approx(1.0)
     assert [e.touched for e in plan.entries()][-2:] == ["y: GLM: score at the final point",
                                                        "y: GLM: information at the final point"]
+    # what the guarantee and the reading rest on, on every entry: N public, the clips from the bounds, the one step
+    for entry in plan.entries():
+        assert entry.assumptions[0].startswith("N (the number of records) is public")
+        assert any("clipped at L1 norms computed from the declared bounds" in a for a in entry.assumptions)
+        assert any("one-step (quadratic) likelihood" in a for a in entry.assumptions)
 
 
 def _sample(model, ledger=None, epsilon=1.0, draws=500, **kwargs):

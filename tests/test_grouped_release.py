@@ -160,8 +160,9 @@ def test_a_per_record_offset_is_named_in_the_refusal():
     with pm.Model() as model:
         pm.Normal("y", pm.Normal("a") + pm.Normal("b") * x + 0.1 * x2, pm.HalfNormal("s"),
                   observed=rng.normal(size=200))
-    with pytest.raises(ValueError, match="per-record offset .*subtract it from the outcome"):
+    with pytest.raises(ValueError, match="per-record offset .*subtract it from the outcome") as refused:
         plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS)
+    assert "observe_stats" not in str(refused.value)  # the regression reading gave the reason: no one-Normal advice
 
 
 def test_under_add_remove_the_offset_refusal_does_not_say_whether_an_array_is_n_long():
@@ -191,8 +192,10 @@ def test_a_group_level_pm_data_predictor_is_refused_with_the_numpy_way_that_work
         a = pm.Normal("a", 0, 1, dims="group")
         pm.Normal("y", a[county] + pm.Normal("b") * x + pm.Normal("c") * u[county], pm.HalfNormal("s"),
                   observed=rng.normal(size=300))
-    with pytest.raises(ValueError, match=r"group-level data term such as c \* u\[idx\].*c \* u_values\[idx\]"):
+    with pytest.raises(ValueError, match=r"group-level data term such as c \* u\[idx\].*c \* u_values\[idx\]") as no:
         plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS)
+    # the workaround's covariate needs its own range: the message says where it goes, under the variable's name
+    assert "one pair per covariate: bounds={'y': {'x': (lows, highs)}}" in str(no.value)
 
 
 def test_two_index_arrays_are_two_indices_whatever_their_values():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -38,13 +39,15 @@ def _fitted_accountants(ledger: "PrivacyLedger") -> list[tuple[str, float]]:
 def format_summary(ledger: "PrivacyLedger", method: str = "basic", delta: float | None = None) -> str:
     """Format ``ledger`` as a table: one row per entry, then the totals and the budget."""
     # "parallel": the entry's parallel-composition label (entries on disjoint records); a release split by group is
-    # one entry and says its groups under "touched"
+    # one entry whose noise covers all its groups ("within N groups"). Assumptions are numbered once, listed below.
     headers = ["#", "mechanism", "touched", "ε", "δ", "count", "ε×count", "parallel", "noise", "assumptions"]
+    numbered: dict[str, int] = {}
     rows = []
     for i, e in enumerate(ledger.entries, 1):
+        refs = [f"A{numbered.setdefault(a, len(numbered) + 1)}" for a in e.assumptions]
         rows.append([
             str(i), e.mechanism, e.touched or "-", _fmt(e.epsilon), _fmt(e.delta), str(e.count),
-            _fmt(e.count * e.epsilon), e.parallel_group or "-", e.noise_source, "; ".join(e.assumptions) or "-",
+            _fmt(e.count * e.epsilon), _parallel(e), e.noise_source, ", ".join(refs) or "-",
         ])
     lines = [f"Privacy ledger: {len(ledger)} entr{'y' if len(ledger) == 1 else 'ies'}, neighbouring = {ledger.neighbouring}"]
     lines += _table(headers, rows) if rows else ["(no spends recorded)"]
@@ -73,7 +76,21 @@ def format_summary(ledger: "PrivacyLedger", method: str = "basic", delta: float 
             f"Budget: ε = {_fmt(ledger.budget.epsilon)}, δ = {_fmt(ledger.budget.delta)} ({ledger.budget.method}); "
             f"spent ε = {_fmt(s.epsilon)}, δ = {_fmt(s.delta)}{over}"
         )
-    assumptions = sorted({a for e in ledger.entries for a in e.assumptions})
-    if assumptions:
-        lines.append("Guarantee rests on: " + "; ".join(assumptions))
+    if numbered:
+        lines.append("Assumptions (of the guarantee, and of how the posterior reads the releases):")
+        for text, k in numbered.items():
+            lines += textwrap.wrap(text, WRAP, initial_indent=f"  A{k}  ".ljust(7), subsequent_indent=" " * 7,
+                                   break_on_hyphens=False)
     return "\n".join(lines)
+
+
+#: the width the assumptions below the table are wrapped at
+WRAP = 100
+
+
+def _parallel(entry) -> str:
+    """The parallel column: the entry's parallel-composition label, or the groups one release by group covers."""
+    if entry.parallel_group:
+        return str(entry.parallel_group)
+    groups = (entry.details or {}).get("groups")
+    return f"within {groups} groups" if isinstance(groups, int) else "-"

@@ -186,7 +186,8 @@ def _prepare_variable(model: Any, rv: Any, name: str, records: np.ndarray, n_rec
             reason = re.sub(r"static shape \([^)]*\)", "a shape that follows the records", reason)
         not_regression = [w for w in not_regression if not w.startswith("no term multiplies")]
         if not_regression:  # a Normal whose mean was nearly a regression: say which term was not
-            reason = f"read as a linear regression, {'; '.join(not_regression)}. Read as one Normal, {reason}"
+            reason = f"read as a linear regression, {'; '.join(not_regression)}".replace("bounds={'y': ",
+                                                                                           f"bounds={{{name!r}: ")
         unsupported.append(f"{name!r}: {reason}")
         return None
     leaves = data_leaves(

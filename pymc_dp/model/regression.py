@@ -198,7 +198,8 @@ def _describe(term: Any, records: int) -> str:
     if looked_up:  # a group's view of c * u[idx], u group-level pm.Data
         name = getattr(_strip(looked_up[0].owner.inputs[0]), "name", None) or "u"
         return (f"a group-level data term such as c * {name}[idx] (not read yet from pm.Data: write it with the "
-                f"NumPy array, c * {name}_values[idx], which makes it a per-record covariate)")
+                f"NumPy array, c * {name}_values[idx], which makes it a per-record covariate; its range then goes "
+                f"with the other covariates', one pair per covariate: bounds={{'y': {{'x': (lows, highs)}}}})")
     indexed = [v for v in ancestors([term]) if v.owner is not None
                and type(v.owner.op).__name__.startswith("AdvancedSubtensor")]
     if indexed:

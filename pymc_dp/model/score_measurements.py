@@ -38,6 +38,7 @@ from ..accounting import LedgerEntry, PrivacyLedger
 from ..accounting.curator import curator_report
 from ..accounting.validation import check_epsilon
 from ..families import ClippedRecordsWarning
+from ..mechanisms.logistic_regression import REPLACE_ONLY
 from ..mechanisms.private_newton import NewtonRound, NewtonRun, NewtonSchedule, entries_for, private_newton
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
 
@@ -46,6 +47,11 @@ __all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ON
 
 #: What the ledger's details say of the likelihood the release is read with (an approximation of the inference,
 #: not a condition of the privacy guarantee).
+#: what the ledger states the measurements' guarantee and their reading rest on (short; details hold the rest)
+CLIPPED_TO_BOUNDS = ("each record's score and information clipped at L1 norms computed from the declared bounds at "
+                     "the round's public point (records outside the bounds clipped into them)")
+ONE_STEP_ASSUMPTION = ("the posterior reads the last round through a one-step (quadratic) likelihood: accurate when "
+                       "that point is within a few posterior s.d. of the parameters (not a privacy assumption)")
 ONE_STEP_LIKELIHOOD = (
     "the likelihood is the one-step (quadratic) approximation of the log-likelihood at the last measured point, "
     "with the noise moment-matched by a Gaussian: accurate when that point lies within a few posterior standard "
@@ -113,7 +119,8 @@ class ScorePrivatization:
     def _assumptions(self) -> tuple[str, ...]:
         from .privatize_model import public_assumption
 
-        return (public_assumption(sorted(self.public)),) if self.public else ()
+        declared = (public_assumption(sorted(self.public)),) if self.public else ()
+        return (REPLACE_ONLY, *declared, CLIPPED_TO_BOUNDS, ONE_STEP_ASSUMPTION)
 
     def entries(self) -> list[LedgerEntry]:
         """What :meth:`release` charges: pilot scores and information, then the final ones."""
