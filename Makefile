@@ -36,8 +36,10 @@ demo: $(STAMP)
 # Both cores: pytest-xdist workers steal tests from each other, so a long test at the end
 # does not leave a core idle. XDIST= overrides (XDIST="-n 0" runs in one process).
 XDIST ?= -n 2 --dist worksteal
+# The slowest tests are listed at the end of each run, so that CI's log says where its time goes.
+DURATIONS ?= --durations=15 --durations-min=10
 test: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m "not slow and not study" $(TESTS)
+	$(PY) -m pytest $(XDIST) $(DURATIONS) -m "not slow and not study" $(TESTS)
 
 # The secondary target (Python 3.11, PyMC 5.28 / ArviZ 0.23), in .venv-py311: a representative
 # subset - everything that meets PyMC, PyTensor or ArviZ where their versions differ (routes,
@@ -58,7 +60,7 @@ test-secondary:
 	$(MAKE) test TARGET=py311 TESTS="$(SECONDARY_TESTS)"
 
 test-slow: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m slow
+	$(PY) -m pytest $(XDIST) $(DURATIONS) -m slow
 
 # nuts_sampler="nutpie" on the routes that accept it: installs the optional extra (pinned by the
 # lock) and runs the tests marked nutpie. The default suite runs PyMC's NUTS either way.

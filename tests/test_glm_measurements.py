@@ -16,6 +16,7 @@ import pytest
 import pymc_dp as pmdp
 from pymc_dp import _compat
 from pymc_dp.accounting import PrivacyLedger
+from pymc_dp.families import ClippedRecordsWarning
 from pymc_dp.mechanisms.private_newton import NewtonSchedule, clip_rows_l1, private_newton, unvech
 from pymc_dp.model._graph import dim_lengths
 from pymc_dp.model.glm_structure import RecordDerivatives, read_glm
@@ -65,8 +66,8 @@ def test_the_gallerys_glms_are_read_with_their_links_and_nuisances(family, label
 
 
 @pytest.mark.parametrize("case, words", [
-    ("group_index", "a[idx]"),
-    ("offset", "outside a linear predictor"),
+    ("varying_slope", "a varying slope b[idx] * x is not read yet"),
+    ("offset", "a linear predictor's term, a per-record offset"),
     ("no_predictor", "no parameter of its likelihood is a function of a linear predictor"),
     ("multivariate", "multivariate"),
 ])
@@ -75,9 +76,9 @@ def test_what_is_not_a_glm_is_refused_with_the_reason(case, words):
     x, idx, y = rng.uniform(-1, 1, 40), rng.integers(0, 3, 40), rng.poisson(2.0, 40)
     with pm.Model() as model:
         b = pm.Normal("b", 0, 1)
-        if case == "group_index":
+        if case == "varying_slope":  # a varying intercept is read (a one-hot block); a varying slope is not
             a = pm.Normal("a", 0, 1, shape=3)
-            pm.Poisson("y", mu=pm.math.exp(a[idx] + b * x), observed=y)
+            pm.Poisson("y", mu=pm.math.exp(a[idx] + a[idx] * x), observed=y)
         elif case == "offset":
             pm.Poisson("y", mu=pm.math.exp(np.log(x + 2.0) + b * x), observed=y)
         elif case == "no_predictor":
@@ -310,3 +311,73 @@ def test_older_pilot_rounds_that_disagree_with_a_precise_round_are_discounted_do
     assert kept(0.05) == FORGETTING
     assert kept(1.0) == FORGETTING / 4
     assert kept(50.0) == pytest.approx(STALE_FLOOR)
+
+
+# ----------------------------------------------------------------------------- varying intercepts, a[idx]
+GROUPS = 5
+
+
+def _hierarchy(n: int, seed: int, family: str = "poisson", index: np.ndarray | None = None) -> pm.Model:
+    """The gallery's varying intercepts with a slope: ``a[county] + b * x``, ``a`` non-centred around ``mu_a``."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, GROUPS, n) if index is None else index
+    x = rng.uniform(-1, 1, n)
+    eta = np.linspace(-0.5, 0.5, GROUPS)[idx % GROUPS] + 0.8 * x
+    y = rng.poisson(np.exp(eta)) if family == "poisson" else rng.binomial(1, 1 / (1 + np.exp(-eta)))
+    with pm.Model(coords={"county": [f"c{g}" for g in range(GROUPS)]}) as model:
+        mu_a, s_a = pm.Normal("mu_a", 0, 1), pm.HalfNormal("s_a", 1)
+        a = pm.Deterministic("a", mu_a + s_a * pm.Normal("z", 0, 1, dims="county"), dims="county")
+        county = pm.Data("county_idx", idx)
+        eta_ = a[county] + pm.Normal("b", 0, 1) * x
+        if family == "poisson":
+            pm.Poisson("y", pm.math.exp(eta_), observed=y)
+        else:
+            pm.Bernoulli("y", logit_p=eta_, observed=y)
+    return model
+
+
+def test_varying_intercepts_are_read_as_a_one_hot_block_that_needs_no_bounds():
+    index = np.array([0, 4, -1, 2, 7, 1] * 20)  # -1 is the last county; 7 names none
+    model = _hierarchy(120, 0, index=index)
+    structure = _read(model)
+    (predictor,) = structure.predictors
+    assert predictor.blocks == ((0, GROUPS),) and structure.covariates == 1
+    assert structure.labels(model.rvs_to_transforms.get)[:GROUPS + 1] == [f"a[{g}]" for g in range(GROUPS)] + ["b[0]"]
+    np.testing.assert_array_equal(predictor.design[:6, :GROUPS].argmax(1)[:4], [0, 4, 4, 2])
+    assert predictor.design[4, :GROUPS].sum() == 0  # no group: the plan replaces it by the default record
+    with pytest.warns(ClippedRecordsWarning, match="20 record"):
+        plan = plan_score_privatization(model, 1.0, bounds={"y": {"x": (-1, 1), "y": (0, 20)}})
+    assert np.all(plan.designs[0][:, :GROUPS].sum(1) == 1)  # every record in exactly one group
+
+
+def test_the_clips_of_a_hierarchy_are_the_largest_norms_over_every_group_of_the_box():
+    """The clip reads a group's block as one column of ones at that group's coefficient; computed with the whole
+    one-hot design instead, group by group, the largest norms are the same (the clip is what one record can move)."""
+    plan = plan_score_privatization(_hierarchy(300, 1), 1.0, bounds={"y": {"x": (-1, 1), "y": (0, 20)}})
+    point = np.r_[np.linspace(-1.0, 1.2, GROUPS), 0.7]
+    c_score, c_info = plan.clips(point)
+    y_box, collapsed = plan._box_points()
+    covariate = collapsed[0][:, 1]
+    norms = []
+    for g in range(GROUPS):
+        design = np.column_stack([np.tile(np.eye(GROUPS)[g], (len(y_box), 1)), covariate])
+        scores, information = plan.derivatives(point, y_box, [design])
+        norms.append((np.abs(scores).sum(1).max(), np.abs(information).sum(1).max()))
+    assert c_score == pytest.approx(max(n[0] for n in norms), rel=1e-12)
+    assert c_info == pytest.approx(max(n[1] for n in norms), rel=1e-12)
+    scores, information = plan.derivatives(point, plan.outcomes, list(plan.designs))
+    assert clip_rows_l1(scores, c_score)[1] == 0 and clip_rows_l1(information, c_info)[1] == 0
+
+
+def test_the_privacy_flag_takes_a_glm_hierarchy_to_the_measurements_route():
+    """``logit_p = a[county] + b * x``: the Laplace route refuses it (a GLM within each group), so ``method="auto"``
+    plans the measurements route; planning spends nothing."""
+    from pymc_dp.routes import _plan
+
+    model = _hierarchy(400, 2, family="bernoulli")
+    ledger = PrivacyLedger()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = _plan(model, 100, 1.0, "auto", ledger, None, {"bounds": {"y": {"x": (-1, 1)}}})
+    assert plan.route == "measurements" and len(ledger) == 0
+    assert "laplace" in plan.passed_over

@@ -9,7 +9,10 @@ parameters is
 * an **elementwise function of linear predictors and nuisances**: ``mu=pm.math.exp(a + X @ b)``,
   ``logit_p=a + b * x``, ``beta=alpha / pm.math.exp(eta)``; each predictor a sum of ``X @ beta``,
   ``b * x`` and scalar terms as the regression recogniser reads it
-  (:func:`pymc_dp.model.regression._linear_predictor`), ``X`` data with one row per record.
+  (:func:`pymc_dp.model.regression._linear_predictor`), ``X`` data with one row per record, and of
+  **group-indexed terms** ``a[idx]`` (varying intercepts: ``a`` a vector of the parameters, one entry per
+  group, a public length; ``idx`` a per-record integer array), read as ``onehot(idx) @ a``: a block of the
+  design with exactly one 1 per record, whose columns need no declared bounds.
 
 The link is whatever the model writes: the graph between the predictors and the likelihood's
 parameters is kept as it is. The parameters φ of the score are the predictors' coefficients and
@@ -42,10 +45,19 @@ class Predictor:
     coefficients: Any
     has_intercept: bool
     columns: tuple = ()
+    #: the design's one-hot blocks of group-indexed terms ``a[idx]``: ``(first column, number of groups)``
+    blocks: tuple = ()
 
     @property
     def size(self) -> int:
         return int(self.design.shape[1])
+
+    def block_columns(self) -> np.ndarray:
+        """Whether each column of the design belongs to a one-hot block (no declared bounds: 0 or 1)."""
+        mask = np.zeros(self.size, dtype=bool)
+        for start, groups in self.blocks:
+            mask[start:start + groups] = True
+        return mask
 
 
 @dataclass
@@ -62,7 +74,8 @@ class GlmStructure:
 
     @property
     def covariates(self) -> int:
-        return sum(p.size - p.has_intercept for p in self.predictors)
+        """The covariates whose bounds are declared (not the intercepts, not the one-hot blocks of ``a[idx]``)."""
+        return sum(p.size - p.has_intercept - int(p.block_columns().sum()) for p in self.predictors)
 
     def labels(self, transform_of: Callable[[Any], Any]) -> list[str]:
         """A readable name per coordinate of φ: the coefficients' model names, ``intercept``, ``log sigma``."""
@@ -115,7 +128,7 @@ def read_glm(rv: Any, records: int, blockers: Sequence[Any], public: Sequence[An
     """
     from ..families.base import dist_params
     from ._graph import ancestors, data_leaves
-    from .regression import _describe, _linear_predictor, _strip, _undim
+    from .regression import _describe, _linear_predictor, _scalar_op, _strip, _undim
 
     why = why if why is not None else []
     if getattr(rv.owner.op, "ndim_supp", 0) != 0:
@@ -158,14 +171,22 @@ def read_glm(rv: Any, records: int, blockers: Sequence[Any], public: Sequence[An
             if not any(inner is n for n in nuisances):
                 nuisances.append(inner)
             return True
-        found = _linear_predictor(base, context, records)
+        blocks: list[tuple[int, int]] = []
+        unread: list[str] = []
+        found = _linear_predictor(base, context, records, unread,
+                                  other_term=lambda term, column: _group_term(term, column, records, context, blocks))
         if found is not None:
             if not any(base is p.node for p in predictors):
                 X, beta, intercept, columns = found
-                predictors.append(Predictor(base, X, beta, intercept, columns))
+                predictors.append(Predictor(base, X, beta, intercept, columns, tuple(blocks)))
             return True
         if _elementwise(base):
-            return all(read(i) for i in base.owner.inputs)
+            before = len(why)
+            if all(read(i) for i in base.owner.inputs):
+                return True
+            if _scalar_op(base) in ("Add", "Sub") and unread:  # a sum of parameters and data: say which term of
+                why[before:] = [f"a linear predictor's term, {unread[0]}"]  # the predictor was not read
+            return False
         why.append(_describe(base, records) + " is neither a linear predictor ([a +] X @ beta, b * x), an elementwise "
                    "function of one, nor a parameter shared by the records")
         return False
@@ -177,6 +198,60 @@ def read_glm(rv: Any, records: int, blockers: Sequence[Any], public: Sequence[An
                    "of one row per record)")
         return None
     return GlmStructure(rv, predictors, nuisances)
+
+
+def _group_term(term: Any, column: int, records: int, context: tuple[list, list],
+                blocks: list[tuple[int, int]]) -> tuple[np.ndarray, Any, tuple] | None:
+    """``(onehot(idx), a, columns)`` for a term ``a[idx]``, else None; its block ``(column, groups)`` is recorded.
+
+    The number of groups is the vector's length (public: its dim), never the index's values. A negative index counts
+    from the end as PyMC reads it; a record whose index names no group gets a row of zeros, which the plan replaces
+    by the default record (a function of that record alone).
+    """
+    from ._graph import data_leaves
+    from .group_index import _index_values, _indexing
+    from .regression import _coefficient_name, _strip
+
+    base = _strip(term)
+    found = _indexing(base.owner, records) if base.owner is not None else None
+    if found is None:
+        return None
+    operand, leaf = found
+    if data_leaves([operand], blockers=context[0], record_counts=[records], public=context[1]):
+        return None  # the indexed vector must be the model's parameters (or public data of the groups)
+    groups = operand.type.shape[0]
+    if groups is None:
+        groups = _static_length(operand)
+        if groups is None:  # a length that cannot be computed from the model alone
+            return None
+    index = np.asarray(_index_values(leaf, records), dtype=np.int64)
+    index = np.where((index < 0) & (index >= -groups), index + groups, index)
+    valid = (index >= 0) & (index < groups)
+    design = np.zeros((records, groups))
+    design[np.flatnonzero(valid), index[valid]] = 1.0
+    blocks.append((column, groups))
+    name, dim = _coefficient_name(operand)
+    name = getattr(operand, "name", None) or name  # a Deterministic's name, before its wrapper is stripped
+    return design, operand, tuple((name, dim, g) for g in range(groups))
+
+
+def _static_length(vector: Any) -> int | None:
+    """The length of a vector of the model's parameters, from the graph's shapes alone (no values drawn)."""
+    from pytensor.graph.rewriting.utils import rewrite_graph
+
+    from ._graph import ancestors
+
+    try:
+        return int(vector.shape[0].eval())
+    except Exception:  # the shape is read through a model variable's value: infer it from the graph's shapes
+        pass
+    try:
+        length = rewrite_graph(vector.shape[0], include=("canonicalize", "ShapeOpt"))
+        if any(v.owner is None and not hasattr(v, "get_value") and not hasattr(v, "data") for v in ancestors([length])):
+            return None
+        return int(length.eval())
+    except Exception:
+        return None
 
 
 def _without_fixed_shapes(var: Any) -> Any:
@@ -250,7 +325,8 @@ class RecordDerivatives:
     def _jacobian(self, designs: Sequence[np.ndarray]) -> np.ndarray:
         """(n, p, d): each record's local parameters (η per predictor, u per nuisance) as linear maps of φ."""
         n = designs[0].shape[0]
-        out = np.zeros((n, self.local_size, self.dimension))
+        dimension = sum(X.shape[1] for X in designs) + self.local_size - len(designs)  # a collapsed design too
+        out = np.zeros((n, self.local_size, dimension))
         col = 0
         for j, X in enumerate(designs):
             out[:, j, col:col + X.shape[1]] = X
@@ -284,8 +360,10 @@ class RecordDerivatives:
         return scores, information
 
     def chunks(self, point: np.ndarray, y: np.ndarray, designs: Sequence[np.ndarray],
-               size: int = 20_000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """The records' derivatives at ``point`` in chunks of ``size`` records."""
+               size: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The records' derivatives at ``point`` in chunks of ``size`` records (by default as many as keep a chunk's
+        information, records × d², to about 4·10⁶ numbers)."""
+        size = size or int(np.clip(4_000_000 // max(self.dimension, 1) ** 2, 256, 20_000))
         for start in range(0, len(y), size):
             stop = start + size
             yield self(point, y[start:stop], [X[start:stop] for X in designs])

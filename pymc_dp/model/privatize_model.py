@@ -256,8 +256,9 @@ def _prepare_grouped(model: Any, rv: Any, records: np.ndarray, n_records: int, g
                 f"likelihood of one group's records is not one the Laplace route knows: {unsupported[0].rstrip('.')}. "
                 "Within a group its parameters must be shared by the group's records (rate[idx], mu[idx], sigma) or "
                 "form a linear regression (pm.Normal with mu = a[idx] + X @ beta); a GLM's per-record covariates "
-                "(logit_p = a[idx] + b * x) are not read here. Use method='ops' or 'gibbs' with "
-                "loglik_clip=(lower, upper), or method='saa'. Nothing was spent."
+                "(logit_p = a[idx] + b * x) are not read here: method='measurements' reads such a hierarchy (with "
+                "the covariates' bounds). Or use method='ops' or 'gibbs' with loglik_clip=(lower, upper), or "
+                "method='saa'. Nothing was spent."
             )
         parts.append(part if budget[1] == 0.0 else replace(part, offered_delta=budget[1]))
     dropped = int(np.sum((index < 0) | (index >= groups.size)))

@@ -14,7 +14,7 @@ adds no sensitivity).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -203,21 +203,24 @@ def _describe(term: Any, records: int) -> str:
     indexed = [v for v in ancestors([term]) if v.owner is not None
                and type(v.owner.op).__name__.startswith("AdvancedSubtensor")]
     if indexed:
-        return ("a group-indexed term such as a[idx] (varying effects make the records' gradient more than "
-                "X @ beta)")
+        return ("a group-indexed term such as b[idx] * x or a[idx] (a varying intercept a[idx] is read by the "
+                "measurements route's newton engine; a varying slope b[idx] * x is not read yet)")
     name = getattr(term, "name", None)
     return f"the term {name!r}" if name else f"a term built by {type(term.owner.op).__name__ if term.owner else 'a leaf'}"
 
 
 def _linear_predictor(mu: Any, context: tuple[list, list], records: int,
-                      why: list[str] | None = None, slopes: list | None = None) -> tuple[np.ndarray, Any, bool] | None:
+                      why: list[str] | None = None, slopes: list | None = None,
+                      other_term: Callable[[Any, int], tuple[np.ndarray, Any, tuple]] | None = None
+                      ) -> tuple[np.ndarray, Any, bool] | None:
     """``(design, coefficients, has_intercept)`` of a sum of ``X @ beta``, ``b * x`` and scalar terms, else None.
 
     ``mu = a + X @ beta``, ``X1 @ b1 + X2 @ b2 - a``, ``a + b1 * x1 + b2 * x2``: the design is the
     terms' columns side by side (in the order of the sum), an intercept column of ones last when
     scalar terms (functions of the parameters only) are present; their sum is its coefficient.
     Where a term is none of these, its description is appended to ``why``; the covariates' coefficients
-    (without the intercept's) to ``slopes``.
+    (without the intercept's) to ``slopes``. ``other_term(term, column)``, where given, reads a term none of these
+    is: ``(design, coefficients, columns)`` or None (the GLM reader's ``a[idx]``, its design starting at ``column``).
     """
     import pytensor.tensor as pt
 
@@ -229,6 +232,12 @@ def _linear_predictor(mu: Any, context: tuple[list, list], records: int,
             coefficients.append(sign * pt.cast(found[1], "float64"))
             name, dim = _coefficient_name(found[1])
             columns += [(name, dim, j) for j in range(found[0].shape[1])]
+            continue
+        other = other_term(term, len(columns)) if other_term is not None else None
+        if other is not None:
+            designs.append(other[0])
+            coefficients.append(sign * pt.cast(other[1], "float64"))
+            columns += list(other[2])
             continue
         scalar = _model_scalar(term, context)
         if scalar is None:

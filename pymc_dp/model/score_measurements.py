@@ -132,7 +132,9 @@ class ScorePrivatization:
         and inside."""
         rng = np.random.default_rng(0)
         lo_y, hi_y = self.outcome_range
-        spans = [(lo[:-1], hi[:-1]) if p.has_intercept else (lo, hi)
+        # the covariates only: a one-hot block of a[idx] is one column of ones here (see _collapse)
+        spans = [(lo[:p.size - p.has_intercept][~p.block_columns()[:p.size - p.has_intercept]],
+                  hi[:p.size - p.has_intercept][~p.block_columns()[:p.size - p.has_intercept]])
                  for p, lo, hi in zip(self.structure.predictors, self.lower, self.upper)]
         k = sum(len(lo) for lo, _ in spans)
         if k <= _CORNER_COVARIATES:
@@ -150,19 +152,46 @@ class ScorePrivatization:
         for p, (lo, hi) in zip(self.structure.predictors, spans):
             X = lo + unit[:, col:col + len(lo)] * (hi - lo)
             col += len(lo)
+            for start, _ in p.blocks:  # the block's column of ones, where the block starts among the covariates
+                X = np.insert(X, start - sum(g - 1 for s_, g in p.blocks if s_ < start), 1.0, axis=1)
             designs.append(np.column_stack([X, np.ones(len(X))]) if p.has_intercept else X)
         return y, designs
 
+    def _collapse(self, point: np.ndarray, groups: Sequence[int]) -> np.ndarray:
+        """``point`` with each one-hot block's coefficients replaced by the one of its group ``groups[b]``.
+
+        A record of group g sees a block only through its g-th column, a 1: its score and information are those of
+        the design with the block as one column of ones at the coefficient a[g], their L1 norms too.
+        """
+        parts, col, b = [], 0, 0
+        for p in self.structure.predictors:
+            coefficients = np.asarray(point[col:col + p.size], dtype=float)
+            keep, at = [], 0
+            for start, size in p.blocks:
+                keep += list(coefficients[at:start]) + [coefficients[start + groups[b]]]
+                at, b = start + size, b + 1
+            parts.append(np.r_[keep, coefficients[at:]])
+            col += p.size
+        return np.r_[np.concatenate(parts), point[col:]]
+
     def clips(self, point: np.ndarray) -> tuple[float, float]:
-        """The L1 clips at ``point``: the largest norms of a record's score and information over the box's points."""
+        """The L1 clips at ``point``: the largest norms of a record's score and information over the box's points
+        (and every group of each ``a[idx]``)."""
+        import itertools
+
         y, designs = self._box_points()
-        scores, info = self.derivatives(point, y, designs)
-        finite = np.all(np.isfinite(scores), axis=1) & np.all(np.isfinite(info), axis=1)
-        if not finite.any():
+        sizes = [size for p in self.structure.predictors for _, size in p.blocks]
+        score_clip = info_clip = 0.0
+        for groups in itertools.product(*(range(g) for g in sizes)):
+            scores, info = self.derivatives(self._collapse(np.asarray(point, dtype=float), groups), y, designs)
+            finite = np.all(np.isfinite(scores), axis=1) & np.all(np.isfinite(info), axis=1)
+            if finite.any():
+                score_clip = max(score_clip, float(np.abs(scores[finite]).sum(axis=1).max()))
+                info_clip = max(info_clip, float(np.abs(info[finite]).sum(axis=1).max()))
+        if score_clip == 0.0 and info_clip == 0.0:
             raise ValueError(f"no point of the box declared for {self.name!r} has a finite log-likelihood at the "
                              "parameters being measured; check bounds= (nothing was spent for this round).")
-        return (max(float(np.abs(scores[finite]).sum(axis=1).max()), 1e-12),
-                max(float(np.abs(info[finite]).sum(axis=1).max()), 1e-12))
+        return max(score_clip, 1e-12), max(info_clip, 1e-12)
 
     def bound_step(self, step: np.ndarray) -> np.ndarray:
         """A pilot step shortened, its direction kept, so that no linear predictor moves by more than
@@ -170,9 +199,11 @@ class ScorePrivatization:
         scale (public: bounds and releases only)."""
         step = np.asarray(step, dtype=float)
         reaches, col = [], 0
-        for lo, hi in zip(self.lower, self.upper):
+        for p, lo, hi in zip(self.structure.predictors, self.lower, self.upper):
             size = len(lo)
             mean, var = (lo + hi) / 2, (hi - lo) ** 2 / 12  # the box's coordinates as independent uniforms
+            for start, groups in p.blocks:  # a one-hot block: one column of G is 1, E[x²] = 1/G (groups alike)
+                mean[start:start + groups], var[start:start + groups] = 0.0, 1.0 / groups
             reaches.append(float(np.sqrt(np.sum(step[col:col + size] ** 2 * (var + mean**2)))))
             col += size
         reaches += list(np.abs(step[col:]))
@@ -197,7 +228,11 @@ class ScorePrivatization:
         transform_of = _transform_of(None)
 
         def likelihood(node: Any, free: list, sizes: list, new_outputs: list) -> Any:
-            structure = read_glm(node.inputs[0], rows, free, sizes)
+            why: list[str] = []
+            structure = read_glm(node.inputs[0], rows, free, sizes, why)
+            if structure is None:  # read on the model, not on its copy: say so rather than fail obscurely
+                raise ValueError(f"the copy of the model without records does not read {self.name!r} as the model "
+                                 f"did: {'; '.join(why)}. Nothing was spent.")
             return one_step_loglik(final, structure.parameters(transform_of), previous)
 
         return rebuild_one_likelihood(self.model, self.name, likelihood, rows, self.public)
@@ -345,6 +380,8 @@ def _outcome_range(rv: Any, given: Mapping[str, Any], name: str, public: frozens
 
 def _covariate_box(given: Mapping[str, Any], structure: GlmStructure, name: str) -> tuple[list, list]:
     k = structure.covariates
+    if "x" not in given and k == 0:  # only group-indexed terms: nothing to declare
+        given = {**given, "x": (0.0, 1.0)}
     if "x" not in given:
         raise ValueError(
             f"observed variable {name!r} is a GLM on {k} covariate(s): the score's sensitivity needs every "
@@ -361,8 +398,10 @@ def _covariate_box(given: Mapping[str, Any], structure: GlmStructure, name: str)
         raise ValueError(f"bounds[{name!r}]['x'] must be finite with lo < hi for every covariate, got {given['x']!r}.")
     lows, highs, col = [], [], 0
     for p in structure.predictors:
-        c = p.size - p.has_intercept
-        l_, h_ = lo[col:col + c], hi[col:col + c]
+        block = p.block_columns()[:p.size - p.has_intercept]
+        c = int((~block).sum())
+        l_, h_ = np.zeros(block.size), np.ones(block.size)  # a one-hot block's columns: 0 or 1
+        l_[~block], h_[~block] = lo[col:col + c], hi[col:col + c]
         col += c
         if p.has_intercept:
             l_, h_ = np.r_[l_, 1.0], np.r_[h_, 1.0]
@@ -435,10 +474,15 @@ def plan_score_privatization(
     bad = ~np.isfinite(outcomes)
     for p in structure.predictors:
         bad |= ~np.all(np.isfinite(p.design), axis=1)
+        for start, groups in p.blocks:  # an index naming no group
+            bad |= p.design[:, start:start + groups].sum(axis=1) != 1
     clipped_y = np.clip(np.where(bad, lo_y, outcomes), lo_y, hi_y)
     designs, moved = [], bad.copy()
     for p, lo, hi in zip(structure.predictors, lows, highs):
-        X = np.clip(np.where(bad[:, None], (lo + hi) / 2, p.design), lo, hi)
+        default = (lo + hi) / 2
+        for start, groups in p.blocks:  # the default record is in the first group
+            default[start:start + groups] = np.eye(groups)[0]
+        X = np.clip(np.where(bad[:, None], default, p.design), lo, hi)
         moved |= np.any(X != np.where(bad[:, None], X, p.design), axis=1)
         designs.append(X)
     moved |= clipped_y != np.where(bad, clipped_y, outcomes)
