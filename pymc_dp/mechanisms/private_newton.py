@@ -99,6 +99,9 @@ class NewtonRound:
     information_scale: float
     score_clip: float
     information_clip: float
+    #: the entries of the information that can be non-zero for some record (d × d, symmetric; None: all). The
+    #: others are zero for every record (a record is in one group of an ``a[idx]``), not released and carry no noise.
+    support: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,7 @@ def private_newton(
     touched: str = "score and information",
     assumptions: Sequence[str] = (),
     details: dict | None = None,
+    support: np.ndarray | None = None,
 ) -> NewtonRun:
     """Run the private Newton rounds (see the module docstring) and charge ``ledger``.
 
@@ -250,6 +254,10 @@ def private_newton(
         pilot step (all public).
     epsilon, schedule
         The total ε and how the rounds divide it (:class:`NewtonSchedule`).
+    support
+        Optional d × d boolean matrix: the entries of the information some record can make non-zero (public, from
+        the model's structure). Only those are released (each record's terms projected onto them first, which
+        cannot raise its L1 norm); the others are exactly zero and noiseless.
     """
     ledger = _require_ledger(ledger)
     source = resolve_noise_source(rng)
@@ -258,6 +266,7 @@ def private_newton(
     planned = entries_for(budgets, ledger.neighbouring, touched, assumptions,
                           {**(details or {}), "rounds": len(budgets)}, noise_source=source.name)
     d = int(np.size(start))
+    kept = np.ones(d * (d + 1) // 2, dtype=bool) if support is None else vech(np.asarray(support, dtype=float)) != 0
     point = np.asarray(start, dtype=float).copy()
     rounds: list[NewtonRound] = []
     state = PilotState(np.asarray(prior_mean, dtype=float).copy(), np.diag(np.asarray(prior_precision, dtype=float)))
@@ -276,7 +285,7 @@ def private_newton(
                 score_sum, info_sum = np.zeros(d), np.zeros(d * (d + 1) // 2)
                 for scores, infos in per_record(point):
                     scores, a = clip_rows_l1(np.asarray(scores, dtype=float), c_score)
-                    infos, b = clip_rows_l1(np.asarray(infos, dtype=float), c_info)
+                    infos, b = clip_rows_l1(np.asarray(infos, dtype=float) * kept, c_info)
                     cut += max(a, b)
                     score_sum += scores.sum(axis=0)
                     info_sum += infos.sum(axis=0)
@@ -284,8 +293,11 @@ def private_newton(
                 drawn = 2 * t + 1
                 score = source.add_laplace(score_sum, b_score)
                 drawn = 2 * t + 2
-                info = unvech(source.add_laplace(info_sum, b_info), d)
-                rounds.append(NewtonRound(point.copy(), score, info, b_score, b_info, c_score, c_info))
+                released = np.zeros_like(info_sum)
+                released[kept] = source.add_laplace(info_sum[kept], b_info)
+                info = unvech(released, d)
+                rounds.append(NewtonRound(point.copy(), score, info, b_score, b_info, c_score, c_info,
+                                          None if support is None else np.asarray(support, dtype=bool)))
                 state.update(point, score, info, b_score)
                 point = newton_step(point, state, bound_step)
         except BaseException:

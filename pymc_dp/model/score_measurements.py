@@ -127,6 +127,18 @@ class ScorePrivatization:
         return entries_for(self.schedule.budgets(self.epsilon), self.neighbouring, f"{self.name}: GLM",
                            self._assumptions(), self._details())
 
+    def support(self) -> np.ndarray | None:
+        """The information's entries some record can make non-zero (None: all): two groups of one ``a[idx]`` never
+        meet in one record, so their cross entries are zero for every record (public: the model's structure)."""
+        d = self.structure.dimension
+        support, col = np.ones((d, d), dtype=bool), 0
+        for p in self.structure.predictors:
+            for start, groups in p.blocks:
+                block = slice(col + start, col + start + groups)
+                support[block, block] = np.eye(groups, dtype=bool)
+            col += p.size
+        return None if support.all() else support
+
     def _box_points(self) -> tuple[np.ndarray, list[np.ndarray]]:
         """Public points of the declared box: outcomes and design rows at the corners (or a seeded sample of them)
         and inside."""
@@ -216,6 +228,7 @@ class ScorePrivatization:
             start=self.prior_mean, prior_mean=self.prior_mean, prior_precision=1.0 / self.prior_scale**2,
             bound_step=self.bound_step, epsilon=self.epsilon, schedule=self.schedule, ledger=ledger, rng=rng,
             touched=f"{self.name}: GLM", assumptions=self._assumptions(), details=self._details(),
+            support=self.support(),
         )
         _warn_if_far(run.final, self.labels)
         previous = run.rounds[-2] if len(run.rounds) > 1 else None
@@ -296,7 +309,8 @@ def one_step(final: NewtonRound, previous: NewtonRound | None = None) -> OneStep
         u = final.point - previous.point
         norm2 = float(u @ u)
         raw = (final.information + final.information.T - previous.information - previous.information.T) / 2
-        noise = 2.0 * d * d * (final.information_scale**2 + previous.information_scale**2)
+        noisy = d * d if final.support is None else int(np.count_nonzero(final.support))  # entries with noise
+        noise = 2.0 * noisy * (final.information_scale**2 + previous.information_scale**2)
         size = float(np.sum(raw**2))
         if norm2 > 0 and size > noise:
             change = raw * np.sqrt((size - noise) / size)
@@ -306,8 +320,16 @@ def one_step(final: NewtonRound, previous: NewtonRound | None = None) -> OneStep
     delta = partial.estimate()
     unit = direction / max(float(np.linalg.norm(direction)), 1e-300)
     across = delta - unit * float(delta @ unit)
-    allowance = 0.25 * kappa**2 * float(across @ across) ** 2
-    cov = information + (2.0 * final.score_scale**2 + allowance) * np.eye(d)
+    if final.support is not None and not np.all(final.support):
+        # Coordinate by coordinate where the information has a support (groups of a[idx]): coordinate i's share of
+        # the change, κ_i = ‖D_i‖/‖u‖, acting on the δ̂ entries its row can meet. One scalar κ² ‖δ̂_⊥‖⁴ would give
+        # every group the whole hierarchy's change and distance, and flatten the likelihood as G grows.
+        step_length2 = 1.0 / float(direction @ direction) if kappa else 1.0  # ‖u‖², direction being u/‖u‖²
+        rows = np.sum(change**2, axis=1) / step_length2 if kappa else np.zeros(d)
+        allowance = 0.25 * rows * (final.support.astype(float) @ across**2) ** 2
+    else:
+        allowance = 0.25 * kappa**2 * float(across @ across) ** 2 * np.ones(d)
+    cov = information + np.diag(2.0 * final.score_scale**2 + allowance)
     return OneStep(final.point, final.score, information, change, direction, cov,
                    2.0 * final.information_scale**2)
 
@@ -320,11 +342,20 @@ def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound |
 
     step_model = one_step(final, previous)
     d = len(final.score)
-    values, vectors = np.linalg.eigh(step_model.cov)  # C + c‖δ‖²𝟙 shares C's eigenvectors
     delta = parameters - pt.constant(final.point)
     along = pt.clip(pt.dot(delta, pt.constant(step_model.direction)), -1.0, 1.0)
     averaged = pt.constant(step_model.information) + 0.5 * pt.constant(step_model.change) * along
     residual = pt.constant(final.score) - pt.dot(averaged, delta)
+    if final.support is not None and not np.all(final.support):
+        # Only the support's entries carry noise: score coordinate i's extra variance is c Σ_j support_ij δ_j², not
+        # c ‖δ‖² (a group's coordinate does not feel the other groups' δ). A full covariance, factored per point.
+        from pytensor.tensor.slinalg import cholesky, solve_triangular
+
+        extra = pt.dot(pt.constant(final.support.astype(float)), delta**2) * step_model.information_noise
+        factor = cholesky(pt.constant(step_model.cov) + pt.diag(extra))
+        z = solve_triangular(factor, residual, lower=True)
+        return -0.5 * pt.sum(z**2) - pt.sum(pt.log(pt.diag(factor))) - 0.5 * d * np.log(2 * np.pi)
+    values, vectors = np.linalg.eigh(step_model.cov)  # C + c‖δ‖²𝟙 shares C's eigenvectors
     spread = pt.constant(values) + step_model.information_noise * pt.sum(delta**2)
     r = pt.dot(pt.constant(vectors.T), residual)
     return -0.5 * pt.sum(r**2 / spread) - 0.5 * pt.sum(pt.log(spread)) - 0.5 * d * np.log(2 * np.pi)
