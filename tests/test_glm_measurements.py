@@ -448,3 +448,64 @@ def test_a_bernoulli_hierarchy_lands_near_plain_pymc_with_honest_width():
         lo, hi = q.quantile(0.025, ("chain", "draw")).values, q.quantile(0.975, ("chain", "draw")).values
         assert np.all((lo < p_mean) & (p_mean < hi)), name
         assert np.all((0.8 * p_sd < q_sd) & (q_sd < 2.0 * p_sd)), name
+
+
+def _hierarchy_coverage(family: str, n: int, groups: int, releases: int) -> np.ndarray:
+    """Whether each parameter's 90 % interval of the one-step likelihood (flat prior: its own Gaussian, the
+    support's noise counted) covers the truth, for ``logit_p`` or ``log mu = a[idx] + b * x``, over ``releases``."""
+    from scipy.stats import norm
+
+    a_true, b_true = np.linspace(-0.8, 0.4, groups), 0.7
+    hits = []
+    for seed in range(releases):
+        rng = np.random.default_rng(1000 + seed)
+        idx, x = rng.integers(0, groups, n), rng.uniform(-1, 1, n)
+        eta = a_true[idx] + b_true * x
+        y = rng.poisson(np.exp(eta)) if family == "poisson" else rng.binomial(1, 1 / (1 + np.exp(-eta)))
+        with pm.Model(coords={"g": range(groups)}) as model:
+            a, b = pm.Normal("a", 0, 2, dims="g"), pm.Normal("b", 0, 2)
+            eta_ = a[pm.Data("group", idx)] + b * x
+            if family == "poisson":
+                pm.Poisson("y", pm.math.exp(eta_), observed=y)
+            else:
+                pm.Bernoulli("y", logit_p=eta_, observed=y)
+        bounds = {"y": {"x": (-1, 1), "y": (0, 15)}} if family == "poisson" else {"y": {"x": (-1, 1)}}
+        plan = plan_score_privatization(model, 1.0, bounds=bounds)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = private_newton(lambda p: plan.derivatives.chunks(p, plan.outcomes, plan.designs), plan.clips,
+                                 start=plan.prior_mean, prior_mean=plan.prior_mean,
+                                 prior_precision=1.0 / plan.prior_scale**2, bound_step=plan.bound_step, epsilon=1.0,
+                                 schedule=plan.schedule, ledger=PrivacyLedger(), rng=seed, support=plan.support())
+        likelihood = one_step(run.final, run.rounds[-2])
+        delta = likelihood.estimate()
+        slope = likelihood.averaged(delta)
+        if abs(delta @ likelihood.direction) < 1:
+            slope = slope + 0.5 * np.outer(likelihood.change @ delta, likelihood.direction)
+        inverse = np.linalg.inv(slope)
+        cov = likelihood.cov + np.diag(likelihood.information_noise * (run.final.support.astype(float) @ delta**2))
+        sd = np.sqrt(np.diag(inverse @ cov @ inverse.T))
+        hits.append(np.abs(run.final.point + delta - np.r_[a_true, b_true]) < norm.ppf(0.95) * sd)
+    return np.asarray(hits)
+
+
+@pytest.mark.slow
+def test_a_glm_hierarchys_intervals_cover_at_about_their_rate():
+    """40 releases of a Poisson hierarchy (ten groups, N = 10⁵, ε = 1): every parameter's 90 % interval covers in
+    [0.76, 1] (3 standard errors of 40 below 0.9), all eleven together in [0.84, 0.96]. Measured: 0.88–0.98, 0.92
+    (before the support, the likelihood was flat and the posterior near the prior). The full study is in
+    make test-study."""
+    hits = _hierarchy_coverage("poisson", 100_000, 10, 40)
+    assert np.all(hits.mean(axis=0) >= 0.76), hits.mean(axis=0)
+    assert 0.84 <= hits.mean() <= 0.96, hits.mean()
+
+
+@pytest.mark.study
+@pytest.mark.parametrize("family", ["poisson", "bernoulli"])
+def test_a_glm_hierarchys_intervals_cover_at_their_rate_over_100_releases(family):
+    """100 releases, ten groups, N = 10⁵, ε = 1: each parameter's coverage in [0.81, 0.99] (0.9 ± 3 standard errors of
+    100: eleven parameters, two families), all together in [0.86, 0.94]. Measured: Poisson 0.83–0.94 (0.908 in
+    all), Bernoulli 0.85–0.95 (0.898); the intervals' mean s.d. within about 10 % of the estimates' RMSE."""
+    hits = _hierarchy_coverage(family, 100_000, 10, 100)
+    assert np.all((hits.mean(axis=0) >= 0.81) & (hits.mean(axis=0) <= 0.99)), hits.mean(axis=0)
+    assert 0.86 <= hits.mean() <= 0.94, hits.mean()
