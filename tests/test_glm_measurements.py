@@ -509,3 +509,25 @@ def test_a_glm_hierarchys_intervals_cover_at_their_rate_over_100_releases(family
     hits = _hierarchy_coverage(family, 100_000, 10, 100)
     assert np.all((hits.mean(axis=0) >= 0.81) & (hits.mean(axis=0) <= 0.99)), hits.mean(axis=0)
     assert 0.86 <= hits.mean() <= 0.94, hits.mean()
+
+
+def test_the_number_of_groups_never_follows_the_records_index():
+    """A vector sized from the index (``shape=idx.max() + 1``) is not read as groups, whether the index is pm.Data or
+    a NumPy array folded into the shape: its length would follow the records. Sized by a dim, with a group-level
+    predictor in its prior (the radon gallery's ``a ~ Normal(g0 + g1 * u, s)``), it is."""
+    import pytensor.tensor as pt
+
+    rng = np.random.default_rng(9)
+    idx, x, y = rng.integers(0, 3, 200), rng.uniform(-1, 1, 200), rng.poisson(1.0, 200)
+    for as_data in (True, False):
+        with pm.Model() as model:
+            index = pm.Data("idx", idx) if as_data else idx
+            size = index.max() + 1 if as_data else pt.max(pt.as_tensor(idx)) + 1
+            a = pm.Normal("a", 0, 1, shape=(size,))
+            pm.Poisson("y", pm.math.exp(a[index] + pm.Normal("b") * x), observed=y)
+        assert _read(model) is None
+    with pm.Model(coords={"county": ["c0", "c1", "c2"]}) as model:
+        u = pm.Data("u", np.array([-0.4, 0.1, 0.8]), dims="county")
+        a = pm.Normal("a", pm.Normal("g0") + pm.Normal("g1") * u, pm.HalfNormal("s"), dims="county")
+        pm.Poisson("y", pm.math.exp(a[pm.Data("idx", idx)] + pm.Normal("b") * x), observed=y)
+    assert _read(model).predictors[0].blocks == ((0, 3),)

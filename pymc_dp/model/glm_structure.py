@@ -219,11 +219,9 @@ def _group_term(term: Any, column: int, records: int, context: tuple[list, list]
     operand, leaf = found
     if data_leaves([operand], blockers=context[0], record_counts=[records], public=context[1]):
         return None  # the indexed vector must be the model's parameters (or public data of the groups)
-    groups = operand.type.shape[0]
-    if groups is None:
-        groups = _static_length(operand)
-        if groups is None:  # a length that cannot be computed from the model alone
-            return None
+    groups = _static_length(operand, records, context[1])
+    if groups is None:  # a length that cannot be computed from the model's public sizes alone
+        return None
     index = np.asarray(_index_values(leaf, records), dtype=np.int64)
     index = np.where((index < 0) & (index >= -groups), index + groups, index)
     valid = (index >= 0) & (index < groups)
@@ -235,20 +233,29 @@ def _group_term(term: Any, column: int, records: int, context: tuple[list, list]
     return design, operand, tuple((name, dim, g) for g in range(groups))
 
 
-def _static_length(vector: Any) -> int | None:
-    """The length of a vector of the model's parameters, from the graph's shapes alone (no values drawn)."""
+def _static_length(vector: Any, records: int, public: Sequence[Any]) -> int | None:
+    """The length of a vector of the model's parameters from the graph's shapes alone (no values drawn), or None
+    where it cannot be computed so or reads data (``shape=idx.max() + 1`` with ``idx`` the records' index: the
+    number of groups would then follow the records). ``public`` are the model's dim lengths."""
     from pytensor.graph.rewriting.utils import rewrite_graph
 
-    from ._graph import ancestors
+    from ._graph import ancestors, data_leaves
 
-    try:
-        return int(vector.shape[0].eval())
-    except Exception:  # the shape is read through a model variable's value: infer it from the graph's shapes
-        pass
+    from pytensor.tensor.random.op import RandomVariable
+
+    sizes = [v.owner.inputs[1] for v in ancestors([vector]) if v.owner is not None
+             and isinstance(v.owner.op, RandomVariable)]  # the sizes the vector's shape comes from, before folding
     try:
         length = rewrite_graph(vector.shape[0], include=("canonicalize", "ShapeOpt"))
-        if any(v.owner is None and not hasattr(v, "get_value") and not hasattr(v, "data") for v in ancestors([length])):
-            return None
+    except Exception:
+        return None
+    if data_leaves([length, *sizes], record_counts=[records], public=public):
+        return None
+    if vector.type.shape[0] is not None:  # known to the graph (a fixed shape=, or one PyTensor inferred)
+        return int(vector.type.shape[0])
+    if any(v.owner is None and not hasattr(v, "get_value") and not hasattr(v, "data") for v in ancestors([length])):
+        return None  # still read through a variable's value
+    try:
         return int(length.eval())
     except Exception:
         return None
