@@ -241,12 +241,18 @@ def _static_length(vector: Any, records: int, public: Sequence[Any]) -> int | No
 
     from ._graph import ancestors, data_leaves
 
+    from pytensor.graph.basic import clone_get_equiv
     from pytensor.tensor.random.op import RandomVariable
 
     sizes = [v.owner.inputs[1] for v in ancestors([vector]) if v.owner is not None
              and isinstance(v.owner.op, RandomVariable)]  # the sizes the vector's shape comes from, before folding
     try:
-        length = rewrite_graph(vector.shape[0], include=("canonicalize", "ShapeOpt"))
+        # rewritten on a copy of the graph's nodes sharing its leaves (the dims' lengths stay the model's own, and the
+        # model's graph is not rewritten in place: PyMC 5 cannot rebuild a model whose graph was)
+        shape = vector.shape[0]
+        leaves = [v for v in ancestors([shape]) if v.owner is None]
+        copied = clone_get_equiv(leaves, [shape], copy_inputs=False, copy_orphans=False)[shape]
+        length = rewrite_graph(copied, include=("canonicalize", "ShapeOpt"))
     except Exception:
         return None
     if data_leaves([length, *sizes], record_counts=[records], public=public):
