@@ -79,8 +79,52 @@ class LaplacePlan(RoutePlan):
         return list(self._scratch.entries) if self._scratch is not None else []
 
 
-def sample_released(model: Any, draws: int, pm_kwargs: Mapping[str, Any], spent: list[LedgerEntry]) -> Ran:
+def started_at(pm_kwargs: Mapping[str, Any], start: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``pm.sample``'s keywords with every chain starting at ``start`` (constrained values by free variable), unjittered.
+
+    The user's own ``initvals``, ``init``, ``step`` or another NUTS sampler win (returned unchanged). Otherwise the
+    sampler PyMC would pick is named explicitly and its start jitter (uniform ±1 on every unconstrained value) turned
+    off: on a non-centred hierarchy that jitter moves a group's coefficient by ±``sigma``, enough to put a chain on
+    the far slope of an errors-in-variables likelihood that a start near the estimate avoids
+    (:mod:`pymc_dp.model.start_point`). The chains then differ by their random streams only.
+    """
+    kwargs = dict(pm_kwargs)
+    if start is None or any(kwargs.get(k) is not None for k in ("initvals", "init", "step")):
+        return kwargs
+    sampler = kwargs.get("nuts_sampler") or _default_nuts_sampler(kwargs)
+    if sampler == "pymc":
+        return {**kwargs, "nuts_sampler": "pymc", "initvals": dict(start), "init": "adapt_diag"}
+    if sampler == "nutpie":
+        compile_kwargs = {**(kwargs.get("compile_kwargs") or {}), "jitter_rvs": set()}
+        return {**kwargs, "nuts_sampler": "nutpie", "initvals": dict(start), "compile_kwargs": compile_kwargs}
+    return {**kwargs, "initvals": dict(start)}  # numpyro, blackjax: the start, with their own jitter
+
+
+def _default_nuts_sampler(pm_kwargs: Mapping[str, Any]) -> str:
+    """The NUTS sampler ``pm.sample`` picks for these keywords: nutpie where PyMC picks it by default (PyMC 6 with
+    nutpie installed, no compile mode given), else PyMC's own."""
+    import importlib.util
+    import inspect
+
+    import pymc as pm
+
+    if inspect.signature(pm.sample).parameters["nuts_sampler"].default is not None:  # PyMC 5: always its own
+        return "pymc"
+    if importlib.util.find_spec("nutpie") is None or (pm_kwargs.get("compile_kwargs") or {}).get("mode") is not None:
+        return "pymc"
+    try:
+        from pymc.sampling.mcmc import _nutpie_meets_min_version
+
+        return "nutpie" if _nutpie_meets_min_version() else "pymc"
+    except ImportError:  # a PyMC without the check: nutpie, as it would pick
+        return "nutpie"
+
+
+def sample_released(model: Any, draws: int, pm_kwargs: Mapping[str, Any], spent: list[LedgerEntry],
+                    start: Mapping[str, Any] | None = None) -> Ran:
     """``pm.sample`` a record-free model; its sampler statistics kept, wall-clock ones left out.
+
+    ``start`` (released numbers only) starts every chain there, unless the user chose a start (:func:`started_at`).
 
     With nutpie (PyMC 6's default sampler where it is installed) the compiled model is
     reused across calls whose models differ only in their released numbers
@@ -88,6 +132,7 @@ def sample_released(model: Any, draws: int, pm_kwargs: Mapping[str, Any], spent:
     """
     import pymc as pm
 
+    pm_kwargs = started_at(pm_kwargs, start)
     if "target_accept" not in pm_kwargs and any(v.name.endswith(NOISE_MIXING_SUFFIX) for v in model.free_RVs):
         # Laplace noise as a scale mixture of Gaussians: its mixing variables give the posterior funnels that
         # NUTS at the default 0.8 crosses with divergences (a regression with several covariates, measured)
