@@ -286,7 +286,11 @@ class OneStep:
     M(δ) = I + ½ D τ, τ = ⟨δ, u⟩ / ‖u‖² clipped to [−1, 1], the information averaged along δ: linear along the
     last pilot step u within one step's length (D the released information's change over it, symmetrised, its
     expected noise discounted), constant beyond. The released score has covariance ``cov`` + ``information_noise``
-    · ‖δ‖² 𝟙 around it."""
+    · ‖δ‖² 𝟙 around it.
+
+    Where the information has a ``support`` (the groups of ``a[idx]``), each row reads its own τ_i over the
+    coordinates its row meets, τ_i = ⟨δ, u⟩_i / ⟨u, u⟩_i (sums over row i's support): a group's information changed
+    with that group's own move, not with the whole step's."""
 
     point: np.ndarray
     score: np.ndarray
@@ -295,11 +299,36 @@ class OneStep:
     direction: np.ndarray
     cov: np.ndarray
     information_noise: float = 0.0
+    support: np.ndarray | None = None  # float 0/1 rows, or None for one τ
+    step: np.ndarray | None = None  # u, with a support
+
+    def along(self, delta: np.ndarray) -> np.ndarray:
+        """τ (one number, or one per row with a support) for a NumPy δ, clipped to [−1, 1]."""
+        if self.support is None or self.step is None:
+            return np.asarray(np.clip(delta @ self.direction, -1.0, 1.0))
+        reach = self.support @ self.step**2
+        with np.errstate(all="ignore"):
+            tau = np.where(reach > 0, (self.support @ (delta * self.step)) / np.where(reach > 0, reach, 1.0), 0.0)
+        return np.clip(tau, -1.0, 1.0)
 
     def averaged(self, delta: np.ndarray) -> np.ndarray:
         """M(δ) for a NumPy δ."""
-        along = float(np.clip(delta @ self.direction, -1.0, 1.0))
-        return self.information + 0.5 * self.change * along
+        tau = self.along(delta)
+        return self.information + 0.5 * self.change * (tau[:, None] if tau.ndim else float(tau))
+
+    def slope(self, delta: np.ndarray) -> np.ndarray:
+        """The Jacobian of M(δ) δ at δ (τ's own change counted inside its [−1, 1] range)."""
+        jacobian = self.averaged(delta)
+        moved = 0.5 * self.change @ delta
+        if self.support is None or self.step is None:
+            if abs(float(delta @ self.direction)) < 1:
+                jacobian = jacobian + np.outer(moved, self.direction)
+            return jacobian
+        reach = self.support @ self.step**2
+        raw = np.where(reach > 0, (self.support @ (delta * self.step)) / np.where(reach > 0, reach, 1.0), 0.0)
+        inside = (np.abs(raw) < 1) & (reach > 0)
+        gradient = self.support * self.step[None, :] / np.where(reach > 0, reach, 1.0)[:, None]
+        return jacobian + (moved * inside)[:, None] * gradient
 
     def estimate(self, iterations: int = 20) -> np.ndarray:
         """δ̂ solving M(δ) δ = g (fixed-point iterations from the plain one-step estimate)."""
@@ -337,22 +366,29 @@ def one_step(final: NewtonRound, previous: NewtonRound | None = None) -> OneStep
             change = raw * np.sqrt((size - noise) / size)
             direction = u / norm2
             kappa = float(np.sqrt(size - noise)) / np.sqrt(norm2)
-    partial = OneStep(final.point, final.score, information, change, direction, np.eye(d), 0.0)
+    grouped = final.support is not None and not np.all(final.support) and previous is not None
+    support = final.support.astype(float) if grouped else None
+    u = final.point - previous.point if previous is not None else np.zeros(d)
+    partial = OneStep(final.point, final.score, information, change, direction, np.eye(d), 0.0,
+                      support if kappa else None, u if kappa else None)
     delta = partial.estimate()
-    unit = direction / max(float(np.linalg.norm(direction)), 1e-300)
-    across = delta - unit * float(delta @ unit)
-    if final.support is not None and not np.all(final.support):
-        # Coordinate by coordinate where the information has a support (groups of a[idx]): coordinate i's share of
-        # the change, κ_i = ‖D_i‖/‖u‖, acting on the δ̂ entries its row can meet. One scalar κ² ‖δ̂_⊥‖⁴ would give
-        # every group the whole hierarchy's change and distance, and flatten the likelihood as G grows.
-        step_length2 = 1.0 / float(direction @ direction) if kappa else 1.0  # ‖u‖², direction being u/‖u‖²
-        rows = np.sum(change**2, axis=1) / step_length2 if kappa else np.zeros(d)
-        allowance = 0.25 * rows * (final.support.astype(float) @ across**2) ** 2
+    if grouped:
+        # Row by row where the information has a support (groups of a[idx]): row i's change came from the move of
+        # the coordinates it meets, so its rate is κ_i = ‖D_i‖ / ‖u‖_i (u over row i's support) and the estimate
+        # leaves the line it was measured along by δ̂ − u τ_i there. One scalar κ = ‖D‖/‖u‖ over the whole step
+        # would divide a group's change by all the groups' moves and understate its curvature √G-fold.
+        reach = support @ u**2
+        rows = np.sum(change**2, axis=1) / np.where(reach > 0, reach, np.inf) if kappa else np.zeros(d)
+        tau = partial.along(delta) if kappa else np.zeros(d)
+        across = delta[None, :] - tau[:, None] * u[None, :]
+        allowance = 0.25 * rows * np.sum(support * across**2, axis=1) ** 2
     else:
+        unit = direction / max(float(np.linalg.norm(direction)), 1e-300)
+        across = delta - unit * float(delta @ unit)
         allowance = 0.25 * kappa**2 * float(across @ across) ** 2 * np.ones(d)
     cov = information + np.diag(2.0 * final.score_scale**2 + allowance)
     return OneStep(final.point, final.score, information, change, direction, cov,
-                   2.0 * final.information_scale**2)
+                   2.0 * final.information_scale**2, support if kappa else None, u if kappa else None)
 
 
 def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound | None = None) -> Any:
@@ -364,13 +400,18 @@ def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound |
     step_model = one_step(final, previous)
     d = len(final.score)
     delta = parameters - pt.constant(final.point)
-    along = pt.clip(pt.dot(delta, pt.constant(step_model.direction)), -1.0, 1.0)
+    if step_model.support is not None:  # one τ per row, over the coordinates the row meets
+        reach = step_model.support @ step_model.step**2
+        rate = step_model.support * step_model.step[None, :] / np.where(reach > 0, reach, 1.0)[:, None]
+        along = pt.clip(pt.dot(pt.constant(rate), delta), -1.0, 1.0)[:, None]
+    else:
+        along = pt.clip(pt.dot(delta, pt.constant(step_model.direction)), -1.0, 1.0)
     averaged = pt.constant(step_model.information) + 0.5 * pt.constant(step_model.change) * along
     residual = pt.constant(final.score) - pt.dot(averaged, delta)
     if final.support is not None and not np.all(final.support):
         # Only the support's entries carry noise: score coordinate i's extra variance is c Σ_j support_ij δ_j², not
         # c ‖δ‖² (a group's coordinate does not feel the other groups' δ). A full covariance, factored per point.
-        from pytensor.tensor.slinalg import cholesky, solve_triangular
+        from pytensor.tensor.linalg import cholesky, solve_triangular
 
         extra = pt.dot(pt.constant(final.support.astype(float)), delta**2) * step_model.information_noise
         factor = cholesky(pt.constant(step_model.cov) + pt.diag(extra))
