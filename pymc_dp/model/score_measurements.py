@@ -120,7 +120,18 @@ class ScorePrivatization:
 
     def _details(self) -> dict:
         return {"algorithm": "private Newton (score and information)", "parameters": list(self.labels),
-                "likelihood": ONE_STEP_LIKELIHOOD}
+                "likelihood": ONE_STEP_LIKELIHOOD, "declared box": self._declared_box()}
+
+    def _declared_box(self) -> dict:
+        """The box the clips were computed from (declared, public): the outcome's range and each covariate column's,
+        by predictor (its intercept and group blocks, which need no declaration, left out)."""
+        covariates = []
+        for p, lo, hi in zip(self.structure.predictors, self.lower, self.upper):
+            keep = ~p.block_columns()
+            if p.has_intercept:
+                keep[-1] = False
+            covariates.append([[float(a), float(b)] for a, b in zip(np.asarray(lo)[keep], np.asarray(hi)[keep])])
+        return {"outcome": [float(v) for v in self.outcome_range], "covariates by predictor": covariates}
 
     def _assumptions(self) -> tuple[str, ...]:
         from .privatize_model import public_assumption
