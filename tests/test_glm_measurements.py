@@ -603,3 +603,17 @@ def test_a_bernoulli_hierarchys_chains_agree_with_a_standard_normal_covariate_de
     post = released.posterior["a"]
     z = np.abs(post.mean(("chain", "draw")).values - a_true) / post.std(("chain", "draw")).values
     assert np.all(z < 4.0)
+
+
+def test_the_ledger_records_the_box_the_clips_were_computed_from():
+    """The declared box (public) is in every GLM entry's details, the group block and intercept left out, and it
+    survives the ledger's save and load."""
+    plan = plan_score_privatization(_hierarchy(300, 1), 1.0, bounds={"y": {"x": (-1, 1), "y": (0, 20)}})
+    box = {"outcome": [0.0, 20.0], "covariates by predictor": [[[-1.0, 1.0]]]}
+    entries = plan.entries()
+    assert all(e.details["declared box"] == box for e in entries)
+    ledger = PrivacyLedger()
+    for entry in entries:
+        ledger.record(entry)
+    restored = PrivacyLedger.from_json(ledger.to_json())
+    assert restored.entries[0].details["declared box"] == box
