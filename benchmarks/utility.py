@@ -8,7 +8,8 @@ for the logistic, 0). Each cell is one data set and one release through
 reported), beside plain ``pm.sample`` on the same records; 2 chains × (500 + 500) each.
 
 A hierarchy — varying intercepts ``a[county_idx]`` by 20 groups, a shared slope — is run at
-N ∈ {10⁴, 10⁵} the same way (``--hierarchy-cells``).
+N ∈ {10⁴, 10⁵} the same way (``--hierarchy-cells``), and so are a Bernoulli's and a Poisson's
+(``--glm-hierarchy-cells``: the measurements route).
 
 The gallery's regressions (``tests/gallery_models.py``, at their own N of 150–300) are run the
 same way at ε ∈ {1, 10}, declared with the ranges of their covariates and outcomes
@@ -134,6 +135,32 @@ def hierarchy_cell(n: int, epsilon: float, seed: int = 0) -> dict:
     return _beside_plain(hierarchy_model(n, seed), {"bounds": bounds}, epsilon, seed, ("a", "b", "sigma"))
 
 
+def glm_hierarchy_model(family: str, n: int, seed: int = 0) -> Any:
+    """``a[county_idx] + b * x`` through a Bernoulli's logit or a Poisson's log link, ``a`` non-centred around
+    ``mu_a`` over 20 counties (coords, ``pm.Data``), x uniform on [−1, 1], true slope 0.8."""
+    import pymc as pm
+
+    rng = np.random.default_rng(seed)
+    idx, x = rng.integers(0, GROUPS, n), rng.uniform(-1, 1, n)
+    eta = rng.normal(0.0, 0.5, GROUPS)[idx] + 0.8 * x
+    y = rng.binomial(1, 1 / (1 + np.exp(-eta))) if family == "bernoulli" else np.minimum(rng.poisson(np.exp(eta)), 15)
+    with pm.Model(coords={"county": [f"c{g}" for g in range(GROUPS)]}) as model:
+        county_idx, x_data = pm.Data("county_idx", idx), pm.Data("x", x)
+        mu_a, sigma_a = pm.Normal("mu_a", 0, 1), pm.HalfNormal("sigma_a", 1)
+        a = pm.Deterministic("a", mu_a + sigma_a * pm.Normal("z", 0, 1, dims="county"), dims="county")
+        eta_ = a[county_idx] + pm.Normal("b", 0, 1) * x_data
+        if family == "bernoulli":
+            pm.Bernoulli("y", logit_p=eta_, observed=y)
+        else:
+            pm.Poisson("y", pm.math.exp(eta_), observed=y)
+    return model
+
+
+def glm_hierarchy_cell(family: str, n: int, epsilon: float, seed: int = 0) -> dict:
+    bounds = {"y": {"x": (-1.0, 1.0), **({"y": (0.0, 15.0)} if family == "poisson" else {})}}
+    return _beside_plain(glm_hierarchy_model(family, n, seed), {"bounds": bounds}, epsilon, seed, ("a", "b"))
+
+
 def gallery_cell(name: str, epsilon: float, seed: int = 0) -> dict:
     """One gallery regression through the privacy flag with its bounds, beside plain PyMC."""
     model = getattr(G, name)()
@@ -165,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gallery-epsilons", nargs="*", type=float, default=[1.0, 10.0])
     parser.add_argument("--hierarchy-cells", nargs="*", default=["10000|1", "100000|1", "100000|10"],
                         help="N|ε of the 20-group hierarchy")
+    parser.add_argument("--glm-hierarchy-cells", nargs="*",
+                        default=["bernoulli|10000|1", "bernoulli|100000|1", "poisson|10000|1", "poisson|100000|1"],
+                        help="family|N|ε of the 20-group GLM hierarchy")
     parser.add_argument("--stored-only", action="store_true")
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
@@ -185,13 +215,21 @@ def main(argv: list[str] | None = None) -> int:
         hierarchy = run({f"20 groups|{cell_key}": (lambda c=cell_key: hierarchy_cell(int(c.split("|")[0]),
                                                                                       float(c.split("|")[1])))
                          for cell_key in args.hierarchy_cells})
+        glm_hierarchy = run({f"{c.split('|')[0]}, 20 groups|{c.split('|', 1)[1]}":
+                             (lambda c=c: glm_hierarchy_cell(c.split("|")[0], int(c.split("|")[1]),
+                                                              float(c.split("|")[2])))
+                             for c in args.glm_hierarchy_cells})
     markdown = table(rows)
     if hierarchy:
         markdown += ("\n\nThe hierarchy (varying intercepts by 20 groups, a shared slope and σ; distance and width over "
                      "a, b and σ):\n\n" + table(hierarchy, "model"))
+    if glm_hierarchy:
+        markdown += ("\n\nGLM hierarchies (varying intercepts by 20 groups, non-centred, a shared slope; x uniform on "
+                     "[−1, 1], declared so; distance and width over a and b):\n\n" + table(glm_hierarchy, "model"))
     if gallery:
         markdown += "\n\nThe gallery's regressions, declared with bounds:\n\n" + table(gallery, "model")
-    write_results("utility", {"glm": rows, "gallery": gallery, "hierarchy": hierarchy}, markdown)
+    write_results("utility", {"glm": rows, "gallery": gallery, "hierarchy": hierarchy, "glm hierarchy": glm_hierarchy},
+                  markdown)
     return 0
 
 

@@ -555,7 +555,7 @@ def test_the_record_free_model_starts_where_the_released_estimate_points():
         private = plan.release(PrivacyLedger(), rng=np.random.default_rng(3))
     step = one_step(private.run.final, private.run.rounds[-2])
     estimate = step.point + step.estimate()
-    start = private.start
+    start = private.start()
     assert set(start) == {"mu_a", "s_a", "z", "b"}
     implied = np.r_[start["mu_a"] + start["s_a"] * start["z"], start["b"]]
     information_inverse = np.linalg.inv(step.information)
@@ -617,3 +617,13 @@ def test_the_ledger_records_the_box_the_clips_were_computed_from():
         ledger.record(entry)
     restored = PrivacyLedger.from_json(ledger.to_json())
     assert restored.entries[0].details["declared box"] == box
+
+
+def test_bounds_with_a_covariates_own_name_are_refused_naming_the_literal_keys():
+    """``bounds={"y": {"temperature": ...}}`` names the covariate, not the key: refused with the two keys the route
+    takes; a Bernoulli missing 'x' is asked for 'x' only (its outcome's range is known)."""
+    model = _hierarchy(200, 5, family="bernoulli")
+    with pytest.raises(ValueError, match=r"takes two keys, 'x' .* the key itself.*got \['temperature'\]"):
+        plan_score_privatization(model, 1.0, bounds={"y": {"temperature": (-1, 1)}})
+    with pytest.raises(ValueError, match=r"covariate's range\. Declare bounds=\{'y': \{'x': \(lo, hi\)\}\} \('x' is"):
+        plan_score_privatization(model, 1.0, bounds={"y": {}})

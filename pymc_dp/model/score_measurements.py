@@ -81,9 +81,13 @@ class PrivateScore:
 
     model: Any
     run: NewtonRun
-    #: Where the record-free model's chains start (constrained values by free variable, from released numbers
-    #: only), or None for the sampler's default start (:mod:`pymc_dp.model.start_point`).
-    start: dict[str, np.ndarray] | None = None
+
+    def start(self) -> dict[str, np.ndarray] | None:
+        """Where the record-free model's chains start (constrained values by free variable, from released numbers
+        only), or None for the sampler's default start (:mod:`pymc_dp.model.start_point`). Computed when asked:
+        about a second, which a caller that does not sample need not pay."""
+        previous = self.run.rounds[-2] if len(self.run.rounds) > 1 else None
+        return _start(self.model, one_step(self.run.final, previous), self.run.final.support)
 
 
 def _transform_of(model: Any) -> Callable[[Any], Any]:
@@ -261,8 +265,7 @@ class ScorePrivatization:
         )
         _warn_if_far(run.final, self.labels)
         previous = run.rounds[-2] if len(run.rounds) > 1 else None
-        model = self._rebuild(run.final, previous)
-        return PrivateScore(model, run, _start(model, one_step(run.final, previous), run.final.support))
+        return PrivateScore(self._rebuild(run.final, previous), run)
 
     def _rebuild(self, final: NewtonRound, previous: NewtonRound | None = None) -> Any:
         from .privatize_model import rebuild_one_likelihood
@@ -497,15 +500,18 @@ def _outcome_range(rv: Any, given: Mapping[str, Any], name: str, public: frozens
     )
 
 
-def _covariate_box(given: Mapping[str, Any], structure: GlmStructure, name: str) -> tuple[list, list]:
+def _covariate_box(given: Mapping[str, Any], structure: GlmStructure, name: str,
+                   outcome_needed: bool = True) -> tuple[list, list]:
     k = structure.covariates
     if "x" not in given and k == 0:  # only group-indexed terms: nothing to declare
         given = {**given, "x": (0.0, 1.0)}
     if "x" not in given:
+        example = "{'x': (lo, hi), 'y': (lo, hi)}" if outcome_needed else "{'x': (lo, hi)}"
         raise ValueError(
             f"observed variable {name!r} is a GLM on {k} covariate(s): the score's sensitivity needs every "
-            f"covariate's range. Declare bounds={{{name!r}: {{'x': (lo, hi), 'y': (lo, hi)}}}} (x: one pair for all "
-            f"covariates, or arrays of {k}); rows outside are clipped. Nothing was spent."
+            f"covariate's range. Declare bounds={{{name!r}: {example}}} ('x' is the key itself, whatever the "
+            f"covariates are called: one pair for all covariates, or arrays of {k} in the design's order); rows "
+            "outside are clipped. Nothing was spent."
         )
     try:
         lo, hi = given["x"]
@@ -579,8 +585,14 @@ def plan_score_privatization(
         raise ValueError(f"bounds names {unknown}, which are not the private observed variable {rv.name!r}.")
     if not isinstance(given, Mapping):
         given = {}
-    lows, highs = _covariate_box(given, structure, rv.name)
+    extra = sorted(map(str, set(given) - {"x", "y"}))
+    if extra:
+        raise ValueError(
+            f"bounds[{rv.name!r}] takes two keys, 'x' (every covariate's range: the key itself, whatever the "
+            f"covariates are called; one pair, or arrays with one entry per covariate) and 'y' (the outcome's range), "
+            f"got {extra}. Nothing was spent.")
     lo_y, hi_y = _outcome_range(rv, given, rv.name, public_names)
+    lows, highs = _covariate_box(given, structure, rv.name, outcome_needed="y" in given)
     if str(rv.dtype).startswith(("int", "uint")):  # counts: clipped to whole numbers, never between them
         lo_y, hi_y = float(np.ceil(lo_y)), float(np.floor(hi_y))
         if lo_y >= hi_y:

@@ -71,21 +71,26 @@ def start_near(model: Any, name: str, estimate: np.ndarray, precision: np.ndarra
         values[v] = pt.cast(flat[at:at + size].reshape(start[v.name].shape), v.dtype)
         at += size
     (phi_of_u,) = graph_replace(model.replace_rvs_by_values([phi]), values, strict=False)
-    gap = phi_of_u - pt.constant(estimate)
+    target, weight = pt.vector("estimate", dtype="float64"), pt.matrix("precision", dtype="float64")
+    gap = phi_of_u - target
     (prior,) = graph_replace([model.varlogp], values, strict=False)
     ridge = flat - pt.constant(raveled.data.astype(float))
-    objective = 0.5 * pt.dot(gap, pt.dot(pt.constant(precision), gap)) - prior + 0.5 * RIDGE * pt.sum(ridge**2)
+    objective = 0.5 * pt.dot(gap, pt.dot(weight, gap)) - prior + 0.5 * RIDGE * pt.sum(ridge**2)
     free = model.replace_rvs_by_values(list(model.free_RVs))
     constrained = graph_replace(free, values, strict=False)
     with np.errstate(all="ignore"):
         try:
-            fn = pytensor.function([flat], [objective, pt.grad(objective, flat)], on_unused_input="ignore")
-            result = minimize(lambda x: tuple(np.asarray(o, dtype=float) for o in fn(x)), raveled.data.astype(float),
-                              jac=True, method="L-BFGS-B", options={"maxiter": max_iterations})
+            # FAST_COMPILE: a small graph evaluated a few hundred times; compiling it to C would take seconds per
+            # release (its constants differ every time), longer than the search itself
+            fn = pytensor.function([flat, target, weight], [objective, pt.grad(objective, flat)],
+                                   on_unused_input="ignore", mode="FAST_COMPILE")
+            result = minimize(lambda x: tuple(np.asarray(o, dtype=float) for o in fn(x, estimate, precision)),
+                              raveled.data.astype(float), jac=True, method="L-BFGS-B",
+                              options={"maxiter": max_iterations})
             point = np.asarray(result.x, dtype=float)
             if not np.isfinite(result.fun) or not np.all(np.isfinite(point)):
                 return None
-            out = pytensor.function([flat], constrained, on_unused_input="ignore")(point)
+            out = pytensor.function([flat], constrained, on_unused_input="ignore", mode="FAST_COMPILE")(point)
         except Exception:  # a graph this cannot differentiate or evaluate: the sampler's default start
             return None
     starts = {rv.name: np.asarray(value) for rv, value in zip(model.free_RVs, out)}

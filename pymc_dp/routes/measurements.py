@@ -52,7 +52,7 @@ class MeasurementsPlan(RoutePlan):
         self._scratch = PrivacyLedger(neighbouring=self.ledger.neighbouring)
         private = self.privatization.release(self._scratch, self.noise_rng)
         return sample_released(private.model, self.draws, self.pm_kwargs, self.spent_on_failure(None),
-                               start=getattr(private, "start", None))
+                               start=private.start() if hasattr(private, "start") else None)
 
     def spent_on_failure(self, failure: BaseException | None) -> list[LedgerEntry]:
         spent = list(self._scratch.entries) if self._scratch is not None else []
