@@ -7,14 +7,16 @@ mostly noise, so a far parameter explains the released score almost as well as a
 The posterior mass out there is tiny, but a chain started there (PyMC's default start is the
 prior's centre) can stay for the whole run on the nearly flat slope: measured on a Bernoulli
 hierarchy with twenty groups at ε = 1, nutpie's two chains disagreed on a group far from the
-prior's centre (R-hat 1.6–1.8) in three releases of four, and agreed (R-hat ≤ 1.04) once both
-started near the estimate.
+prior's centre (R-hat 1.6–1.8) in three releases of four, and agreed (R-hat ≤ 1.05) once both
+started, unjittered, near the estimate.
 
 :func:`start_near` finds that start from released numbers alone: the point of the model's
 unconstrained space that brings a named vector of parameters closest to an estimate (in the
 estimate's own precision), a unit-normal ridge around the model's default start choosing among
 parametrisations that reach it equally well (a non-centred hierarchy's ``mu + sigma * z``) and
-keeping the search away from a funnel's neck. The sampler's own jitter is applied around it.
+keeping the search away from a funnel's neck. The caller turns the sampler's start jitter off
+(:func:`pymc_dp.routes.laplace.started_at`): on a non-centred hierarchy it would move a group by
+±``sigma``.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ def start_near(model: Any, name: str, estimate: np.ndarray, precision: np.ndarra
                max_iterations: int = 500) -> dict[str, np.ndarray] | None:
     """Initial values (constrained, by free variable) placing the vector ``name`` near ``estimate``.
 
-    Minimises ½ (φ(u) − φ̂)ᵀ P (φ(u) − φ̂) + ½ ‖u − u₀‖² over the model's unconstrained values u
-    (u₀ its default initial point), φ the variable of the model's graph called ``name``, φ̂
+    Minimises ½ (φ(u) − φ̂)ᵀ P (φ(u) − φ̂) − log p(u) + ½ :data:`RIDGE` ‖u − u₀‖² over the model's
+    unconstrained values u (log p the free variables' prior log density with its Jacobian, u₀ the
+    model's default initial point), φ the variable of the model's graph called ``name``, φ̂
     ``estimate`` and P ``precision``. Returns None (the sampler's default start) when the model
     has a discrete free variable, no variable of that name, or the search does not give a finite
     point: a start is a convenience, never a condition of sampling.
