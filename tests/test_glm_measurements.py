@@ -627,3 +627,15 @@ def test_bounds_with_a_covariates_own_name_are_refused_naming_the_literal_keys()
         plan_score_privatization(model, 1.0, bounds={"y": {"temperature": (-1, 1)}})
     with pytest.raises(ValueError, match=r"covariate's range\. Declare bounds=\{'y': \{'x': \(lo, hi\)\}\} \('x' is"):
         plan_score_privatization(model, 1.0, bounds={"y": {}})
+
+
+def test_a_release_far_from_its_measured_point_warns_naming_the_parameter():
+    """One round (no pilots) measured at the prior's centre, the intercept's truth 1.0 away with 20,000 records: the
+    release puts it tens of standard errors off, and the warning names it and what brings the point nearer."""
+    from pymc_dp.model.score_measurements import FarFromPilotWarning
+
+    x, y = _records("poisson", 20_000, 9)
+    plan = plan_score_privatization(_glm("poisson", x, y), 5.0, bounds={"y": {"x": (-1, 1), "y": (0, 30)}},
+                                    rounds=1)
+    with pytest.warns(FarFromPilotWarning, match=r"puts intercept .* standard errors .* tighter declared box"):
+        plan.release(PrivacyLedger(), rng=np.random.default_rng(0))

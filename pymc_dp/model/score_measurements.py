@@ -465,8 +465,10 @@ def _warn_if_far(final: NewtonRound, labels: Sequence[str]) -> None:
         worst = int(np.argmax(z))
         warnings.warn(
             f"the released score puts {labels[worst]} {z[worst]:.1f} standard errors from the point it was measured "
-            "at: the one-step likelihood may be inaccurate there. More pilot rounds (rounds=), more ε, or a prior "
-            "closer to the data help.", FarFromPilotWarning, stacklevel=4)
+            "at: the one-step likelihood may be inaccurate there, and its interval too narrow. The pilot rounds "
+            "chose that point: a tighter declared box (less noise in every round), more ε, a prior closer to the "
+            "data, or more pilot rounds (rounds=, when the prior's centre is far from the data) bring it nearer.",
+            FarFromPilotWarning, stacklevel=4)
 
 
 def _outcome_range(rv: Any, given: Mapping[str, Any], name: str, public: frozenset = frozenset()) -> tuple[float, float]:
