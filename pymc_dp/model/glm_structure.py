@@ -47,17 +47,39 @@ class Predictor:
     columns: tuple = ()
     #: the design's one-hot blocks of group-indexed terms ``a[idx]``: ``(first column, number of groups)``
     blocks: tuple = ()
+    #: per block: each record's group (−1: the index names none), and the covariate it scales (a varying slope
+    #: ``b[idx] * x``: its per-record values) or None (a varying intercept ``a[idx]``)
+    block_members: tuple = field(default=(), repr=False)
+    block_scales: tuple = field(default=(), repr=False)
+    #: per block: which index it reads (blocks with the same key put a record in the same group)
+    block_keys: tuple = ()
 
     @property
     def size(self) -> int:
         return int(self.design.shape[1])
 
     def block_columns(self) -> np.ndarray:
-        """Whether each column of the design belongs to a one-hot block (no declared bounds: 0 or 1)."""
+        """Whether each column of the design belongs to a one-hot block (no declared bounds of their own)."""
         mask = np.zeros(self.size, dtype=bool)
         for start, groups in self.blocks:
             mask[start:start + groups] = True
         return mask
+
+    def is_slope(self, block: int) -> bool:
+        """Whether block ``block`` is a varying slope ``b[idx] * x`` (its columns are x, not 1, in a record's group)."""
+        return len(self.block_scales) > block and self.block_scales[block] is not None
+
+    def slots(self) -> list[tuple[str, int]]:
+        """The covariates whose ranges are declared, in the design's order: ``("column", j)`` for a covariate column
+        j, ``("slope", b)`` for the covariate of the varying slope in block b (one range for its G columns)."""
+        out, starts = [], {start: b for b, (start, _) in enumerate(self.blocks)}
+        in_block = self.block_columns()
+        for j in range(self.size - self.has_intercept):
+            if j in starts and self.is_slope(starts[j]):
+                out.append(("slope", starts[j]))
+            elif not in_block[j]:
+                out.append(("column", j))
+        return out
 
 
 @dataclass
@@ -75,7 +97,7 @@ class GlmStructure:
     @property
     def covariates(self) -> int:
         """The covariates whose bounds are declared (not the intercepts, not the one-hot blocks of ``a[idx]``)."""
-        return sum(p.size - p.has_intercept - int(p.block_columns().sum()) for p in self.predictors)
+        return sum(len(p.slots()) for p in self.predictors)
 
     def labels(self, transform_of: Callable[[Any], Any]) -> list[str]:
         """A readable name per coordinate of φ: the coefficients' model names, ``intercept``, ``log sigma``."""
@@ -172,13 +194,17 @@ def read_glm(rv: Any, records: int, blockers: Sequence[Any], public: Sequence[An
                 nuisances.append(inner)
             return True
         blocks: list[tuple[int, int]] = []
+        kinds: list[tuple] = []  # per block: (members, scale or None, key)
         unread: list[str] = []
-        found = _linear_predictor(base, context, records, unread,
-                                  other_term=lambda term, column: _group_term(term, column, records, context, blocks))
+        found = _linear_predictor(
+            base, context, records, unread,
+            other_term=lambda term, column: _group_term(term, column, records, context, blocks, kinds))
         if found is not None:
             if not any(base is p.node for p in predictors):
                 X, beta, intercept, columns = found
-                predictors.append(Predictor(base, X, beta, intercept, columns, tuple(blocks)))
+                predictors.append(Predictor(base, X, beta, intercept, columns, tuple(blocks),
+                                            tuple(k[0] for k in kinds), tuple(k[1] for k in kinds),
+                                            tuple(k[2] for k in kinds)))
             return True
         if _elementwise(base):
             before = len(why)
@@ -201,16 +227,42 @@ def read_glm(rv: Any, records: int, blockers: Sequence[Any], public: Sequence[An
 
 
 def _group_term(term: Any, column: int, records: int, context: tuple[list, list],
-                blocks: list[tuple[int, int]]) -> tuple[np.ndarray, Any, tuple] | None:
-    """``(onehot(idx), a, columns)`` for a term ``a[idx]``, else None; its block ``(column, groups)`` is recorded.
+                blocks: list[tuple[int, int]], kinds: list[tuple] | None = None) -> tuple[np.ndarray, Any, tuple] | None:
+    """``(onehot(idx), a, columns)`` for a term ``a[idx]``, ``(onehot(idx) * x, b, columns)`` for a varying slope
+    ``b[idx] * x`` (x data with one row per record), else None; its block ``(column, groups)`` is recorded in
+    ``blocks`` and ``(members, x or None, index key)`` in ``kinds``.
 
     The number of groups is the vector's length (public: its dim), never the index's values. A negative index counts
-    from the end as PyMC reads it; a record whose index names no group gets a row of zeros, which the plan replaces
-    by the default record (a function of that record alone).
+    from the end as PyMC reads it; a record whose index names no group gets member −1 (a row of zeros), which the
+    plan replaces by the default record (a function of that record alone).
     """
+    from .regression import _columns, _scalar_op, _strip
+
+    base = _strip(term)
+    if _scalar_op(base) == "Mul" and len(base.owner.inputs) == 2:
+        for indexed, data in (base.owner.inputs, base.owner.inputs[::-1]):
+            x = _columns(data, records)
+            if x is None or x.shape[1] != 1:
+                continue
+            found = _indexed_vector(indexed, records, context)
+            if found is not None:
+                members, operand, groups, key = found
+                return _record_block(members, operand, groups, key, column, blocks, kinds,
+                                     np.asarray(x[:, 0], dtype=float))
+        return None
+    found = _indexed_vector(term, records, context)
+    if found is None:
+        return None
+    members, operand, groups, key = found
+    return _record_block(members, operand, groups, key, column, blocks, kinds, None)
+
+
+def _indexed_vector(term: Any, records: int, context: tuple[list, list]) -> tuple | None:
+    """``(members, vector, groups, key)`` for ``vector[idx]`` with ``vector`` the model's parameters of a public
+    length and ``idx`` a per-record index, else None."""
     from ._graph import data_leaves
     from .group_index import _index_values, _indexing
-    from .regression import _coefficient_name, _strip
+    from .regression import _strip
 
     base = _strip(term)
     found = _indexing(base.owner, records) if base.owner is not None else None
@@ -224,10 +276,21 @@ def _group_term(term: Any, column: int, records: int, context: tuple[list, list]
         return None
     index = np.asarray(_index_values(leaf, records), dtype=np.int64)
     index = np.where((index < 0) & (index >= -groups), index + groups, index)
-    valid = (index >= 0) & (index < groups)
-    design = np.zeros((records, groups))
-    design[np.flatnonzero(valid), index[valid]] = 1.0
+    members = np.where((index >= 0) & (index < groups), index, -1)
+    return members, operand, groups, id(leaf)
+
+
+def _record_block(members: np.ndarray, operand: Any, groups: int, key: int, column: int,
+                  blocks: list[tuple[int, int]], kinds: list[tuple] | None,
+                  scale: np.ndarray | None) -> tuple[np.ndarray, Any, tuple]:
+    from .regression import _coefficient_name
+
+    valid = members >= 0
+    design = np.zeros((len(members), groups))
+    design[np.flatnonzero(valid), members[valid]] = 1.0 if scale is None else scale[valid]
     blocks.append((column, groups))
+    if kinds is not None:
+        kinds.append((members, scale, key))
     name, dim = _coefficient_name(operand)
     name = getattr(operand, "name", None) or name  # a Deterministic's name, before its wrapper is stripped
     return design, operand, tuple((name, dim, g) for g in range(groups))

@@ -203,8 +203,9 @@ def _describe(term: Any, records: int) -> str:
     indexed = [v for v in ancestors([term]) if v.owner is not None
                and type(v.owner.op).__name__.startswith("AdvancedSubtensor")]
     if indexed:
-        return ("a group-indexed term such as b[idx] * x or a[idx] (a varying intercept a[idx] is read by the "
-                "measurements route's newton engine; a varying slope b[idx] * x is not read yet)")
+        return ("a group-indexed term (a varying intercept a[idx] and a varying slope b[idx] * x, x data with one "
+                "row per record, are read by the measurements route's newton engine; other products with an indexed "
+                "vector, such as a[idx] * b * x or b[idx] * u[idx], are not)")
     name = getattr(term, "name", None)
     return f"the term {name!r}" if name else f"a term built by {type(term.owner.op).__name__ if term.owner else 'a leaf'}"
 

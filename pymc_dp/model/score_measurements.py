@@ -127,14 +127,13 @@ class ScorePrivatization:
                 "likelihood": ONE_STEP_LIKELIHOOD, "declared box": self._declared_box()}
 
     def _declared_box(self) -> dict:
-        """The box the clips were computed from (declared, public): the outcome's range and each covariate column's,
-        by predictor (its intercept and group blocks, which need no declaration, left out)."""
+        """The box the clips were computed from (declared, public): the outcome's range and each declared covariate's
+        (a varying slope's once), by predictor (its intercept and a[idx] blocks, which need no declaration, left
+        out)."""
         covariates = []
         for p, lo, hi in zip(self.structure.predictors, self.lower, self.upper):
-            keep = ~p.block_columns()
-            if p.has_intercept:
-                keep[-1] = False
-            covariates.append([[float(a), float(b)] for a, b in zip(np.asarray(lo)[keep], np.asarray(hi)[keep])])
+            at = [p.blocks[i][0] if kind == "slope" else i for kind, i in p.slots()]
+            covariates.append([[float(lo[j]), float(hi[j])] for j in at])
         return {"outcome": [float(v) for v in self.outcome_range], "covariates by predictor": covariates}
 
     def _assumptions(self) -> tuple[str, ...]:
@@ -154,9 +153,11 @@ class ScorePrivatization:
         d = self.structure.dimension
         support, col = np.ones((d, d), dtype=bool), 0
         for p in self.structure.predictors:
-            for start, groups in p.blocks:
-                block = slice(col + start, col + start + groups)
-                support[block, block] = np.eye(groups, dtype=bool)
+            for b, (start, groups) in enumerate(p.blocks):
+                for c, (other, others) in enumerate(p.blocks):  # blocks of one index: a record in one group of both
+                    if b == c or (len(p.block_keys) > max(b, c) and p.block_keys[b] == p.block_keys[c]):
+                        support[col + start:col + start + groups, col + other:col + other + others] = \
+                            np.eye(groups, others, dtype=bool)
             col += p.size
         return None if support.all() else support
 
@@ -165,10 +166,12 @@ class ScorePrivatization:
         and inside."""
         rng = np.random.default_rng(0)
         lo_y, hi_y = self.outcome_range
-        # the covariates only: a one-hot block of a[idx] is one column of ones here (see _collapse)
-        spans = [(lo[:p.size - p.has_intercept][~p.block_columns()[:p.size - p.has_intercept]],
-                  hi[:p.size - p.has_intercept][~p.block_columns()[:p.size - p.has_intercept]])
-                 for p, lo, hi in zip(self.structure.predictors, self.lower, self.upper)]
+        # the declared covariates only (a varying slope's once): a block of a[idx] is one column of ones here, of
+        # b[idx] * x one column of x (see _collapse)
+        slots = [p.slots() for p in self.structure.predictors]
+        spans = [(np.array([lo[p.blocks[i][0]] if kind == "slope" else lo[i] for kind, i in sl], dtype=float),
+                  np.array([hi[p.blocks[i][0]] if kind == "slope" else hi[i] for kind, i in sl], dtype=float))
+                 for p, sl, lo, hi in zip(self.structure.predictors, slots, self.lower, self.upper)]
         k = sum(len(lo) for lo, _ in spans)
         if k <= _CORNER_COVARIATES:
             corners = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(float)
@@ -182,11 +185,21 @@ class ScorePrivatization:
         unit = np.repeat(unit, len(ys), axis=0)
         y = np.tile(ys, len(unit) // len(ys))
         designs, col = [], 0
-        for p, (lo, hi) in zip(self.structure.predictors, spans):
-            X = lo + unit[:, col:col + len(lo)] * (hi - lo)
+        for p, sl, (lo, hi) in zip(self.structure.predictors, slots, spans):
+            values = lo + unit[:, col:col + len(lo)] * (hi - lo)
             col += len(lo)
-            for start, _ in p.blocks:  # the block's column of ones, where the block starts among the covariates
-                X = np.insert(X, start - sum(g - 1 for s_, g in p.blocks if s_ < start), 1.0, axis=1)
+            by_slot = {slot: values[:, i] for i, slot in enumerate(sl)}
+            starts = {start: b for b, (start, _) in enumerate(p.blocks)}
+            columns, j, end = [], 0, p.size - p.has_intercept
+            while j < end:  # the collapsed design, column by column in the design's order
+                if j in starts:
+                    b = starts[j]
+                    columns.append(by_slot[("slope", b)] if p.is_slope(b) else np.ones(len(values)))
+                    j += p.blocks[b][1]
+                else:
+                    columns.append(by_slot[("column", j)])
+                    j += 1
+            X = np.column_stack(columns) if columns else np.zeros((len(values), 0))
             designs.append(np.column_stack([X, np.ones(len(X))]) if p.has_intercept else X)
         return y, designs
 
@@ -213,9 +226,17 @@ class ScorePrivatization:
         import itertools
 
         y, designs = self._box_points()
-        sizes = [size for p in self.structure.predictors for _, size in p.blocks]
+        keys, sizes = [], []  # blocks reading one index share a group (a[idx] + b[idx] * x: G cases, not G²)
+        for j, p in enumerate(self.structure.predictors):
+            for b, (_, size) in enumerate(p.blocks):
+                key = (p.block_keys[b] if len(p.block_keys) > b else (j, b), size)
+                keys.append(key)
+                if key not in keys[:-1]:
+                    sizes.append(size)
+        distinct = list(dict.fromkeys(keys))
         score_clip = info_clip = 0.0
-        for groups in itertools.product(*(range(g) for g in sizes)):
+        for chosen in itertools.product(*(range(g) for g in sizes)):
+            groups = [chosen[distinct.index(key)] for key in keys]
             scores, info = self.derivatives(self._collapse(np.asarray(point, dtype=float), groups), y, designs)
             finite = np.all(np.isfinite(scores), axis=1) & np.all(np.isfinite(info), axis=1)
             if finite.any():
@@ -238,17 +259,19 @@ class ScorePrivatization:
         from the truth at the last round, its one-step estimate 6 standard errors off)."""
         step = np.asarray(step, dtype=float).copy()
         col = 0
-        for p in self.structure.predictors:  # a group's coefficient moves only its own records' predictor: by ≤ TR
-            for start, groups in p.blocks:
-                block = slice(col + start, col + start + groups)
-                step[block] = np.clip(step[block], -TRUST_REGION, TRUST_REGION)
+        for p, hi_, lo_ in zip(self.structure.predictors, self.upper, self.lower):
+            for b, (start, groups) in enumerate(p.blocks):  # a group's coefficient moves only its own records'
+                block = slice(col + start, col + start + groups)  # predictor: by ≤ TR (a slope's: times its |x|)
+                reach = max(abs(lo_[start]), abs(hi_[start])) if p.is_slope(b) else 1.0
+                step[block] = np.clip(step[block], -TRUST_REGION / reach, TRUST_REGION / reach)
             col += p.size
         reaches, col = [], 0
         for p, lo, hi in zip(self.structure.predictors, self.lower, self.upper):
             size = len(lo)
             mean, var = (lo + hi) / 2, (hi - lo) ** 2 / 12  # the box's coordinates as independent uniforms
-            for start, groups in p.blocks:  # a one-hot block: one column of G is 1, E[x²] = 1/G (groups alike)
-                mean[start:start + groups], var[start:start + groups] = 0.0, 1.0 / groups
+            for b, (start, groups) in enumerate(p.blocks):  # one column of G is 1 (or x): E[x²]/G (groups alike)
+                second = float(mean[start] ** 2 + var[start]) if p.is_slope(b) else 1.0
+                mean[start:start + groups], var[start:start + groups] = 0.0, second / groups
             reaches.append(float(np.sqrt(np.sum(step[col:col + size] ** 2 * (var + mean**2)))))
             col += size
         reaches += list(np.abs(step[col:]))
@@ -525,11 +548,12 @@ def _covariate_box(given: Mapping[str, Any], structure: GlmStructure, name: str,
         raise ValueError(f"bounds[{name!r}]['x'] must be finite with lo < hi for every covariate, got {given['x']!r}.")
     lows, highs, col = [], [], 0
     for p in structure.predictors:
-        block = p.block_columns()[:p.size - p.has_intercept]
-        c = int((~block).sum())
-        l_, h_ = np.zeros(block.size), np.ones(block.size)  # a one-hot block's columns: 0 or 1
-        l_[~block], h_[~block] = lo[col:col + c], hi[col:col + c]
-        col += c
+        width = p.size - p.has_intercept
+        l_, h_ = np.zeros(width), np.ones(width)  # a one-hot block's columns: 0 or 1
+        for kind, i in p.slots():  # each declared covariate's range, in the design's order
+            columns = slice(p.blocks[i][0], p.blocks[i][0] + p.blocks[i][1]) if kind == "slope" else slice(i, i + 1)
+            l_[columns], h_[columns] = lo[col], hi[col]  # a varying slope's G columns: its covariate's range
+            col += 1
         if p.has_intercept:
             l_, h_ = np.r_[l_, 1.0], np.r_[h_, 1.0]
         lows.append(l_)
@@ -607,16 +631,29 @@ def plan_score_privatization(
     bad = ~np.isfinite(outcomes)
     for p in structure.predictors:
         bad |= ~np.all(np.isfinite(p.design), axis=1)
-        for start, groups in p.blocks:  # an index naming no group
-            bad |= p.design[:, start:start + groups].sum(axis=1) != 1
+        for b, (start, groups) in enumerate(p.blocks):  # an index naming no group
+            bad |= (p.block_members[b] < 0) if len(p.block_members) > b else \
+                p.design[:, start:start + groups].sum(axis=1) != 1
     clipped_y = np.clip(np.where(bad, lo_y, outcomes), lo_y, hi_y)
     designs, moved = [], bad.copy()
     for p, lo, hi in zip(structure.predictors, lows, highs):
         default = (lo + hi) / 2
-        for start, groups in p.blocks:  # the default record is in the first group
+        slope_columns = np.zeros(p.size, dtype=bool)
+        for b, (start, groups) in enumerate(p.blocks):  # the default record is in the first group
             default[start:start + groups] = np.eye(groups)[0]
+            slope_columns[start:start + groups] = p.is_slope(b)
         X = np.clip(np.where(bad[:, None], default, p.design), lo, hi)
-        moved |= np.any(X != np.where(bad[:, None], X, p.design), axis=1)
+        moved |= np.any((X != np.where(bad[:, None], X, p.design))[:, ~slope_columns], axis=1)
+        for b, (start, groups) in enumerate(p.blocks):
+            if p.is_slope(b):
+                # a varying slope's columns: its covariate clipped into its range in the record's own group, 0
+                # elsewhere (clipping whole rows would move the other groups' zeros into a range without 0)
+                members = np.where(bad, 0, p.block_members[b])
+                raw = np.where(bad, (lo[start] + hi[start]) / 2, p.block_scales[b])
+                value = np.clip(raw, lo[start], hi[start])
+                X[:, start:start + groups] = 0.0
+                X[np.arange(len(X)), start + members] = value
+                moved |= value != raw
         designs.append(X)
     moved |= clipped_y != np.where(bad, clipped_y, outcomes)
     if moved.any():

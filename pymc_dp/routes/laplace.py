@@ -110,7 +110,10 @@ def _default_nuts_sampler(pm_kwargs: Mapping[str, Any]) -> str:
 
     if inspect.signature(pm.sample).parameters["nuts_sampler"].default is not None:  # PyMC 5: always its own
         return "pymc"
-    if importlib.util.find_spec("nutpie") is None or (pm_kwargs.get("compile_kwargs") or {}).get("mode") is not None:
+    import pymc.sampling.mcmc as mcmc
+
+    installed = getattr(mcmc, "NUTPIE_INSTALLED", importlib.util.find_spec("nutpie") is not None)  # as PyMC sees it
+    if not installed or (pm_kwargs.get("compile_kwargs") or {}).get("mode") is not None:
         return "pymc"
     try:
         from pymc.sampling.mcmc import _nutpie_meets_min_version
