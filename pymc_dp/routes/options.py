@@ -68,7 +68,8 @@ class Measurements(RouteOptions):
 
     * ``"newton"`` — any GLM (:mod:`pymc_dp.model.score_measurements`): a univariate
       likelihood (Poisson, negative binomial, Gamma, Binomial, Bernoulli, Normal, Student-t, ...)
-      whose parameters are links of linear predictors ``[a +] X @ beta`` and scalars shared by
+      whose parameters are links of linear predictors ``[a +] X @ beta`` (plus varying intercepts ``a[idx]``
+      and slopes ``b[idx] * x`` by group) and scalars shared by
       the records. The log-likelihood's score and information are released at a few public
       points (private Newton steps), and the model conditions on the last release through the
       one-step likelihood, noise included.
