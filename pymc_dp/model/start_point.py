@@ -14,9 +14,9 @@ started, unjittered, near the estimate.
 unconstrained space that brings a named vector of parameters closest to an estimate (in the
 estimate's own precision), a unit-normal ridge around the model's default start choosing among
 parametrisations that reach it equally well (a non-centred hierarchy's ``mu + sigma * z``: mostly
-through ``z``, ``sigma`` staying near its default) and keeping the search away from a funnel's neck. The caller turns the sampler's start jitter off
-(:func:`pymc_dp.routes.laplace.started_at`): on a non-centred hierarchy it would move a group by
-±``sigma``.
+through ``z``, ``sigma`` staying near its default) and keeping the search away from a funnel's
+neck. The caller turns the sampler's start jitter off (:func:`pymc_dp.routes.laplace.started_at`):
+on a non-centred hierarchy it would move a group by ±``sigma``.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def start_near(model: Any, name: str, estimate: np.ndarray, precision: np.ndarra
     """Initial values (constrained, by free variable) placing the vector ``name`` near ``estimate``.
 
     Minimises ½ (φ(u) − φ̂)ᵀ P (φ(u) − φ̂) + ½ :data:`RIDGE` ‖u − u₀‖² over the model's
-    unconstrained values u (u₀ the model's default initial point), φ the variable of the model's graph called ``name``, φ̂
-    ``estimate`` and P ``precision``. Returns None (the sampler's default start) when the model
+    unconstrained values u (u₀ the model's default initial point), φ the variable of the model's
+    graph called ``name``, φ̂ ``estimate`` and P ``precision``. Returns None (the sampler's default start) when the model
     has a discrete free variable, no variable of that name, or the search does not give a finite
     point: a start is a convenience, never a condition of sampling.
     """

@@ -83,8 +83,8 @@ def started_at(pm_kwargs: Mapping[str, Any], start: Mapping[str, Any] | None) ->
     """``pm.sample``'s keywords with every chain starting at ``start`` (constrained values by free variable), unjittered.
 
     The user's own ``initvals``, ``init`` or ``step`` win (returned unchanged); numpyro and blackjax get the start
-    with their own jitter. Otherwise the sampler PyMC would pick is named explicitly and its start jitter (uniform ±1 on every unconstrained value) turned
-    off: on a non-centred hierarchy that jitter moves a group's coefficient by ±``sigma``, enough to put a chain on
+    with their own jitter. Otherwise the sampler PyMC would pick is named explicitly and its start jitter (uniform
+    ±1 on every unconstrained value) turned off: on a non-centred hierarchy that jitter moves a group's coefficient by ±``sigma``, enough to put a chain on
     the far slope of an errors-in-variables likelihood that a start near the estimate avoids
     (:mod:`pymc_dp.model.start_point`). The chains then differ by their random streams only.
     """
