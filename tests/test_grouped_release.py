@@ -308,6 +308,38 @@ def test_the_groups_likelihood_is_one_vectorised_term_equal_to_the_sum_over_grou
         assert vectorised.compile_logp()(at) == pytest.approx(plain.compile_logp()(at), rel=1e-10)
 
 
+def test_the_groups_joins_diagonals_and_own_entries_compile_batched_not_as_a_loop_over_groups():
+    """A group's graph joins its own sums to a constant count coordinate, reads its own entry of a parameter
+    vector and builds a diagonal; vectorised over the groups, PyTensor leaves these as Blockwise ops (a Python
+    loop over the groups in the C backend, in the gradient too). After :func:`natively_batched` none is left in
+    the graph, nor a join or a split in its gradient, and the values and the gradient are those of the groups' own graphs stacked."""
+    import pytensor
+    import pytensor.tensor as pt
+    from pytensor.graph.basic import ancestors
+    from pytensor.tensor.blockwise import Blockwise
+
+    from pymc_dp.model.group_index import stack_group_outputs
+
+    theta = pt.vector("theta", shape=(3,))
+    sums = [theta[:2] * (g + 1.0) for g in range(3)]
+    outputs = [[pt.concatenate([s, pt.ones((1,))]), theta[g] * 2.0, pt.diag(s) @ s] for g, s in enumerate(sums)]
+    batched = stack_group_outputs(outputs)
+    plain = [pt.stack([o[k] for o in outputs]) for k in range(3)]
+    total = sum(pt.sum(b ** 2) for b in batched)
+    grad = pytensor.grad(total, theta)
+    f = pytensor.function([theta], [*batched, grad])
+    g = pytensor.function([theta], [*plain, pytensor.grad(sum(pt.sum(p ** 2) for p in plain), theta)])
+    at = np.array([0.3, -1.2, 2.0])
+    for got, want in zip(f(at), g(at)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    def loops(graph: list, names: tuple[str, ...]) -> list:
+        return [v.owner.op for v in ancestors(graph) if v.owner is not None and isinstance(v.owner.op, Blockwise)
+                and type(v.owner.op.core_op).__name__ in names]
+
+    assert not loops(batched, ("Join", "AllocDiag", "Subtensor", "MakeVector"))
+    assert not loops([grad], ("Join", "Split", "Subtensor", "MakeVector"))  # a diagonal's gradient is not rewritten
+
+
 def test_a_shared_slope_and_sigma_pool_the_products_over_groups_at_the_same_sensitivity():
     """a[idx] + b * x with one b and one σ: Σ(x−c)², Σ(x−c)(y−c), Σ(y−c)² are released once, summed over the groups,
     each group its own count and sums; Δ is that of one group's whole vector, so the noise scale is the unpooled one.
