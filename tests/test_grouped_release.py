@@ -320,16 +320,21 @@ def test_the_groups_joins_diagonals_and_own_entries_compile_batched_not_as_a_loo
 
     from pymc_dp.model.group_index import stack_group_outputs
 
-    theta = pt.vector("theta", shape=(3,))
+    theta = pt.vector("theta", shape=(4,))
+    rows = pt.reshape(theta, (2, 2)) * 3.0
+    trials = pt.as_tensor(np.array([5, 7, 9, 11], dtype="int32"))
     sums = [theta[:2] * (g + 1.0) for g in range(3)]
-    outputs = [[pt.concatenate([s, pt.ones((1,))]), theta[g] * 2.0, pt.diag(s) @ s] for g, s in enumerate(sums)]
+    # group k reads entry 3 − k of a 4-vector, row (k mod 2) of a matrix: positions unlike the groups' numbers
+    outputs = [[pt.concatenate([s, pt.ones((1,))]), theta[3 - g] * 2.0, pt.diag(s) @ s, rows[g % 2], trials[3 - g]]
+               for g, s in enumerate(sums)]
     batched = stack_group_outputs(outputs)
-    plain = [pt.stack([o[k] for o in outputs]) for k in range(3)]
-    total = sum(pt.sum(b ** 2) for b in batched)
+    plain = [pt.stack([o[k] for o in outputs]) for k in range(5)]
+    assert batched[4].type.dtype == "int32"
+    total = sum(pt.sum(b ** 2) for b in batched[:4])
     grad = pytensor.grad(total, theta)
     f = pytensor.function([theta], [*batched, grad])
-    g = pytensor.function([theta], [*plain, pytensor.grad(sum(pt.sum(p ** 2) for p in plain), theta)])
-    at = np.array([0.3, -1.2, 2.0])
+    g = pytensor.function([theta], [*plain, pytensor.grad(sum(pt.sum(p ** 2) for p in plain[:4]), theta)])
+    at = np.array([0.3, -1.2, 2.0, 0.7])
     for got, want in zip(f(at), g(at)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
     def loops(graph: list, names: tuple[str, ...]) -> list:
