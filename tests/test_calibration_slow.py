@@ -8,7 +8,7 @@ Each NUTS fit takes 5–8 s here: the latent noise mixing makes the released vec
 multivariate Normal whose Cholesky factor and its gradient are evaluated at every
 leapfrog step (about 0.5 ms per gradient). Hence two sizes:
 
-* ``slow`` (run by ``make test-slow`` and in CI, ≈ 12 min): 50 data sets per setting.
+* ``calibration`` (``make test-calibration``, ≈ 12 min; past CI's time): 50 data sets per setting.
   A calibrated interval's coverage then has s.e. √(0.9·0.1/50) ≈ 0.042, so the band
   0.76–1.0 (3.3 s.e. below 0.9) holds for a calibrated method with probability
   > 0.999, while the plug-in figures (0.2–0.5 in the full study) are 6 s.e. and
@@ -30,7 +30,7 @@ from pymc_dp.examples.noise_aware_calibration import normal_coverage, regression
 pytestmark = pytest.mark.usefixtures("quiet_pymc")
 
 
-@pytest.mark.slow
+@pytest.mark.calibration
 def test_normal_unknown_mean_and_variance_is_calibrated_at_ci_size():
     run = normal_coverage(100, 1.0, repeats=50, seed=0)
     for name in ("mu", "sigma"):
@@ -39,7 +39,7 @@ def test_normal_unknown_mean_and_variance_is_calibrated_at_ci_size():
         assert plug < 0.6, (name, run)  # n = 100, ε = 1: the noise swamps Σx²; plug-in intervals are far too narrow
 
 
-@pytest.mark.slow
+@pytest.mark.calibration
 def test_regression_is_calibrated_at_ci_size():
     aware, plug = regression_coverage(1000, 0.1, repeats=50, seed=0)["beta"]
     assert 0.76 <= aware <= 1.0, (aware, plug)

@@ -185,11 +185,11 @@ def test_the_gaussian_release_under_add_remove_keeps_the_latent_count():
     assert abs(float(mode["y_n_records"]) - 1500) < 30  # the count's Gaussian noise has σ of a few records
 
 
-#: (releases, coverage interval) of the calibration study: in CI (slow) and full size (make test-study). Three slopes
+#: (releases, coverage interval) of the calibration study: mid-sized (make test-calibration) and full size (make test-study). Three slopes
 #: per release: were they independent, a true 90 % rate would have a binomial s.d. of 2.7 points over 40 releases and
 #: 1.2 over 200; they share the release's noise, so the intervals are set as if there were one slope per release
 #: (4.7 and 2.1 points): −2.1/+1.7 and ±2.4 of those s.d., wider than that with the slopes' partial independence.
-CALIBRATION_SIZES = [pytest.param(40, (0.80, 0.98), marks=pytest.mark.slow, id="40"),
+CALIBRATION_SIZES = [pytest.param(40, (0.80, 0.98), marks=pytest.mark.calibration, id="40"),
                      pytest.param(200, (0.85, 0.95), marks=pytest.mark.study, id="200")]
 
 

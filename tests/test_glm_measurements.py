@@ -224,7 +224,7 @@ def _coverage(family: str, n: int, releases: int, bounds: dict) -> np.ndarray:
     return np.mean(hits, axis=0)
 
 
-@pytest.mark.slow
+@pytest.mark.calibration
 def test_the_one_step_intervals_cover_at_about_their_rate():
     """40 releases of a Poisson regression, N = 10⁵, ε = 1: 90 % intervals cover in [0.76, 1] for every coefficient
     (3 standard errors of 40 Bernoulli trials at 0.9 below; the plug-in intervals, without the noise, would cover
@@ -491,7 +491,7 @@ def _hierarchy_coverage(family: str, n: int, groups: int, releases: int) -> np.n
     return np.asarray(hits)
 
 
-@pytest.mark.slow
+@pytest.mark.calibration
 def test_a_glm_hierarchys_intervals_cover_at_about_their_rate():
     """40 releases of a Poisson hierarchy (ten groups, N = 10⁵, ε = 1): every parameter's 90 % interval covers in
     [0.76, 1] (3 standard errors of 40 below 0.9), all eleven together in [0.84, 0.96]. Measured: 0.88–0.98, 0.92

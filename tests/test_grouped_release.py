@@ -598,7 +598,7 @@ def _hierarchy_coverage(releases: int, n: int = 30_000) -> np.ndarray:
     return np.asarray(hits, dtype=float)
 
 
-@pytest.mark.slow
+@pytest.mark.calibration
 def test_a_hierarchys_intervals_cover_the_truth_at_about_their_rate(quiet_pymc):
     """12 releases × 5 parameters: 90 % intervals cover in at least 0.80 of the 60 (0.9 − 3 standard errors of 60
     independent trials is 0.78). The full study (100 releases) is in make test-study."""

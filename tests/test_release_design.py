@@ -182,10 +182,10 @@ def test_identity_design_is_the_plain_release():
     np.testing.assert_allclose(d.forward(np.array([1.0, 2.0]), 10), [1.0, 2.0])
 
 
-#: (releases, coverage interval) of the calibration study: in CI (slow) and full size (make test-study). A true
+#: (releases, coverage interval) of the calibration study: mid-sized (make test-calibration) and full size (make test-study). A true
 #: 90 % rate has a binomial s.d. of 3.4 points over 80 releases and 2.1 over 200: the intervals are ±2.4 s.d. The CI
 #: size still fails a plug-in's over-confident rate (0.7 or below: 6 s.d. under 0.9); the study sees finer errors.
-CALIBRATION_SIZES = [pytest.param(80, (0.82, 0.98), marks=pytest.mark.slow, id="80"),
+CALIBRATION_SIZES = [pytest.param(80, (0.82, 0.98), marks=pytest.mark.calibration, id="80"),
                      pytest.param(200, (0.85, 0.95), marks=pytest.mark.study, id="200")]
 
 
@@ -222,7 +222,7 @@ def test_the_noise_aware_posterior_of_a_centred_release_is_calibrated(neighbouri
 
 
 #: As CALIBRATION_SIZES, 60 releases in CI: a true 90 % rate has a binomial s.d. of 3.9 points, so about ±2.3 s.d.
-POISSON_CALIBRATION_SIZES = [pytest.param(60, (0.81, 0.99), marks=pytest.mark.slow, id="60"),
+POISSON_CALIBRATION_SIZES = [pytest.param(60, (0.81, 0.99), marks=pytest.mark.calibration, id="60"),
                              pytest.param(200, (0.85, 0.95), marks=pytest.mark.study, id="200")]
 
 
@@ -359,7 +359,7 @@ def _regression_coverage(releases: int, plug_in: bool) -> dict[bool, np.ndarray]
     return {k: v / releases for k, v in hits.items()}
 
 
-@pytest.mark.slow
+@pytest.mark.calibration
 def test_the_noise_aware_regression_covers_in_a_small_study():
     """30 releases (5–10 s each): the average coverage of the three coefficients lies in [0.78, 0.99].
 
