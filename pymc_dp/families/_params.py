@@ -11,6 +11,7 @@ import numpy as np
 from ..accounting.validation import check_count as _check_count
 from ..accounting.validation import check_finite_number, check_neighbouring
 from .base import Family, rv_op_name
+from .._evaluate import evaluate
 
 __all__ = [
     "check_count",
@@ -81,7 +82,7 @@ def constant_count(param: Any, what: str, family: str) -> int:
         value = pt.get_underlying_scalar_constant_value(param)
     except NotScalarConstantError:
         if constant_value_graph(param):  # e.g. a slice of an added axis, as PyMC writes n after imputing missing values
-            return check_count(np.asarray(param.eval()).item(), f"the {family} parameter {what!r}")
+            return check_count(evaluate(param).item(), f"the {family} parameter {what!r}")
         raise ValueError(
             f"the {family} parameter {what!r} must be a constant (the sensitivity depends on it), got the "
             f"variable {param!r}."
@@ -127,7 +128,7 @@ def scalar_param(param: Any, what: str, family: str, hint: str = "") -> Any:
 def constant_value(param: Any) -> float | None:
     """The value of a parameter whose graph depends on constants only, else None."""
     if constant_value_graph(param):
-        value = np.asarray(param.eval())
+        value = evaluate(param)
         if value.size != 1:
             raise ValueError(f"expected one value shared by all records, got a constant of shape {value.shape}.")
         return float(value.reshape(()))

@@ -7,6 +7,7 @@ import contextvars
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
+from .._evaluate import evaluate_int
 
 __all__ = ["ancestors", "data_leaves", "describe_leaf", "dim_lengths", "group_level_data", "only_constants",
            "random_variables_in"]
@@ -192,7 +193,7 @@ def _record_lengths(model: Any) -> set[int]:
             continue
         if value is not None and getattr(value.type, "ndim", 0):
             static = value.type.shape[0]
-            records.add(int(static) if static is not None else int(np.asarray(value.shape[0].eval())))
+            records.add(int(static) if static is not None else evaluate_int(value.shape[0]))
     return records
 
 
@@ -223,7 +224,7 @@ def group_level_data(model: Any) -> list[Any]:
         dims = dims_of.get(var.name) or ()
         if not dims or any(d is None for d in dims) or var in observed or not _shaped_as_declared(model, var, dims):
             continue
-        lengths = {int(np.asarray(model.dim_lengths[d].eval())) for d in dims if d in model.dim_lengths}
+        lengths = {evaluate_int(model.dim_lengths[d]) for d in dims if d in model.dim_lengths}
         if len(lengths) == len(set(dims)) and not lengths & records:
             out.append(var)
     return out
@@ -235,7 +236,7 @@ def _shaped_as_declared(model: Any, var: Any, dims: Sequence[str]) -> bool:
     shape = np.shape(var.get_value(borrow=True)) if hasattr(var, "get_value") else ()
     lengths = getattr(model, "dim_lengths", {})
     return len(shape) == len(dims) and all(
-        d in lengths and int(np.asarray(lengths[d].eval())) == n for d, n in zip(dims, shape))
+        d in lengths and evaluate_int(lengths[d]) == n for d, n in zip(dims, shape))
 
 
 def describe_leaf(var: Any, graph: Sequence[Any] = ()) -> str:

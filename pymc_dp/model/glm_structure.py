@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+from .._evaluate import evaluate_int
 
 __all__ = ["GlmStructure", "Predictor", "read_glm", "RecordDerivatives"]
 
@@ -325,7 +326,7 @@ def _static_length(vector: Any, records: int, public: Sequence[Any]) -> int | No
     if any(v.owner is None and not hasattr(v, "get_value") and not hasattr(v, "data") for v in ancestors([length])):
         return None  # still read through a variable's value
     try:
-        return int(length.eval())
+        return evaluate_int(length)
     except Exception:
         return None
 

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .regression import _strip, leaf_value, same_data
+from .._evaluate import evaluate_int
 
 __all__ = ["GroupIndex", "group_index_of", "group_view", "observed_group_view", "sum_of_group_terms",
            "stack_group_outputs", "natively_batched"]
@@ -100,7 +101,7 @@ def group_index_of(params: Sequence[Any], records: int, blockers: Sequence[Any],
             length = _dim_length(operand, model, blockers)
         if length is None:
             try:
-                length = int(operand.shape[0].eval())
+                length = evaluate_int(operand.shape[0])
             except Exception:  # a length that depends on data or cannot be computed: not a group vector
                 length = None
         lengths.add(length)

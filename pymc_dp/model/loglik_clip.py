@@ -39,6 +39,7 @@ import numpy as np
 
 from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgraph
 from ..accounting.validation import check_finite_number
+from .._evaluate import evaluate
 
 __all__ = ["clip_loglik", "loglik_clip_of", "clip_terms", "ClipTerms"]
 
@@ -290,7 +291,7 @@ def _value_shape(rv: Any, model: Any) -> tuple[int, ...]:
         if None not in static:
             return tuple(int(s) for s in static)
         try:
-            return tuple(int(s) for s in source.shape.eval())
+            return tuple(int(s) for s in evaluate(source.shape))
         except Exception:  # noqa: BLE001 - a shape that needs inputs: try the next source
             continue
     raise ValueError(f"the shape of observed variable {rv.name!r} cannot be determined.")

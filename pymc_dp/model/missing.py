@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._compat import fgraph_of_model, model_of_fgraph, model_var, model_var_parts
+from .._evaluate import evaluate, evaluate_int
 
 __all__ = ["restore_missing", "has_missing_structure"]
 
@@ -105,7 +106,7 @@ def _merge(fg: Any, name: str) -> None:
     joined = _node_named(fg, ModelDeterministic, name)
     obs_parts, joined_parts = model_var_parts(observed), model_var_parts(joined)
     full_rv, antimask, shape = _full_variable(name, obs_parts.var, joined_parts.var)
-    data = np.asarray(obs_parts.value.data if hasattr(obs_parts.value, "data") else obs_parts.value.eval())
+    data = np.asarray(obs_parts.value.data if hasattr(obs_parts.value, "data") else evaluate(obs_parts.value))
     dtype = np.dtype(full_rv.type.dtype)
     values = np.full(shape, missing_value(dtype), dtype=dtype)
     values[antimask] = data
@@ -205,6 +206,6 @@ def _joined_shape(outer: Any) -> tuple[int, ...] | None:
     if alloc is None or not isinstance(alloc.op, AllocEmpty):
         return None
     try:
-        return tuple(int(np.asarray(length.eval())) for length in alloc.inputs)
+        return tuple(evaluate_int(length) for length in alloc.inputs)
     except Exception:  # noqa: BLE001 - lengths that need values: not PyMC's split
         return None

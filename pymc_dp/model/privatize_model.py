@@ -42,6 +42,7 @@ from .group_index import (GroupIndex, _index_values, group_index_of, observed_gr
                           sum_of_group_terms)
 from .regression import linear_regression_of
 from .observe import _register, noise_mixing_name, statistics_loglik
+from .._evaluate import evaluate
 
 __all__ = [
     "privatize_model", "plan_privatization", "PrivatizationPlan", "PrivatisedModel", "split_epsilon",
@@ -115,7 +116,7 @@ def _observed_records(model: Any, rv: Any) -> np.ndarray:
     if hasattr(value, "data"):
         return np.asarray(value.data)
     try:  # a graph of data containers (e.g. a shape check around a pm.Data)
-        return np.asarray(value.eval())
+        return evaluate(value)
     except Exception as err:  # pragma: no cover - exotic observed values
         raise ValueError(f"cannot read the observed data of {rv.name!r}: {err}") from None
 
@@ -1002,7 +1003,7 @@ def _observed_value(value: Any) -> np.ndarray:
         return np.asarray(value.get_value(borrow=True))
     if hasattr(value, "data"):
         return np.asarray(value.data)
-    return np.asarray(value.eval())  # e.g. pm.Data(..., dims=...) seen through a shape check
+    return evaluate(value)  # e.g. pm.Data(..., dims=...) seen through a shape check
 
 
 class PlugInLikelihoodWarning(UserWarning):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+from .._evaluate import evaluate
 
 __all__ = ["LinearPredictor", "linear_regression_of", "logistic_regression_of"]
 
@@ -128,7 +129,7 @@ def _columns(var: Any, records: int) -> np.ndarray | None:
             from pytensor.graph.replace import clone_replace
 
             leaf = pt.constant(leaf_value(owner.inputs[0]))  # the container's values, whatever wraps it
-            value = np.asarray(clone_replace([var], replace={owner.inputs[0]: leaf}, rebuild_strict=False)[0].eval())
+            value = evaluate(clone_replace([var], replace={owner.inputs[0]: leaf}, rebuild_strict=False)[0])
             return value.astype(float).reshape(records, -1) if value.shape[:1] == (records,) else None
     return _data(var, records)
 

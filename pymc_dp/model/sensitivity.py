@@ -42,6 +42,7 @@ from ._graph import ancestors, data_leaves, describe_leaf, dim_lengths, n_is_pri
 from .loglik_clip import clip_terms, loglik_clip_of
 from .records import RecordLocalityError, check_record_local, parameter_label, per_record_leaves
 from .truncation import is_simplex_floor
+from .._evaluate import evaluate
 
 __all__ = ["loglik_sensitivity", "LoglikSensitivity", "parameter_range"]
 
@@ -248,7 +249,7 @@ def parameter_range(var: Any, model: Any) -> tuple[float, float]:
         if owner is None:  # group-level pm.Data (record data is refused before this is asked)
             return _constant_range(v.get_value(borrow=True)) if hasattr(v, "get_value") else _UNBOUNDED
         if only_constants(v):
-            return _constant_range(v.eval())
+            return _constant_range(evaluate(v))
         op = owner.op
         kind = type(op).__name__
         if kind in _SHAPE_OPS:

@@ -36,6 +36,7 @@ from .._logs import quiet_logs
 from ..accounting import LedgerEntry, PrivacyLedger
 from ..accounting.validation import check_count, check_finite_array
 from ..trace import imputed_variables, release
+from .._evaluate import evaluate, evaluate_int
 
 __all__ = [
     "RoutePlan", "Ran", "execute", "check_request", "check_initvals", "SEEDED_SAMPLER", "sampler_noise_source",
@@ -286,7 +287,7 @@ def check_observed_values(model: Any) -> None:
         value = model.rvs_to_values.get(rv)
         if value is None or value.owner is None:
             continue
-        records = int(value.shape[0].eval()) if value.type.ndim else 1
+        records = evaluate_int(value.shape[0]) if value.type.ndim else 1
         leaves = data_leaves([value], record_counts=[records], public=dim_lengths(model))
         aligned, other = per_record_leaves(leaves, records)
         try:
@@ -487,7 +488,7 @@ def check_initvals(model: Any, initvals: Any) -> None:
             if not isinstance(value, str):
                 arr = check_finite_array(value, f"initvals[{key!r}]", allow_bool=False,
                                          fix="give a finite starting value (or leave it out); nothing was spent.")
-                shape = tuple(int(n) for n in free[key].shape.eval())
+                shape = tuple(int(n) for n in evaluate(free[key].shape))
                 if arr.shape not in ((), shape):
                     raise ValueError(
                         f"initvals[{key!r}] has shape {arr.shape}, but {key!r} has shape {shape}; nothing was spent."
@@ -495,7 +496,8 @@ def check_initvals(model: Any, initvals: Any) -> None:
         try:
             point = make_initial_point_fn(model=model, overrides=dict(zip(names, init.values())), jitter_rvs=set())(0)
             logps = model.compile_fn(
-                inputs=model.value_vars, outs=[model.logp([free[n]], sum=True) for n in names], on_unused_input="ignore"
+                inputs=model.value_vars, outs=[model.logp([free[n]], sum=True) for n in names], on_unused_input="ignore",
+                mode="FAST_COMPILE",  # evaluated once: compiling it would cost seconds on a cold cache
             )(point)
         except Exception as err:  # noqa: BLE001 - whatever PyMC says of a bad start, said before any spend
             raise ValueError(f"initvals {dict(init)!r} cannot start the sampler: {err}; nothing was spent.") from None

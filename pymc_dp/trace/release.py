@@ -326,7 +326,7 @@ def check_release_plan(model: Any, var_names: Any = None, neighbouring: str = "r
         _check_requested(names, safe, dependent)
     if names:
         variables = [model[n] for n in names]
-        shapes = pytensor.function([], [v.shape for v in variables], on_unused_input="ignore")()
+        shapes = pytensor.function([], [v.shape for v in variables], on_unused_input="ignore", mode="FAST_COMPILE")()
         sizes = {n: tuple(int(x) for x in shape) for n, shape in zip(names, shapes)}
         check_released_variables(model, names, sizes, neighbouring, public)
     return names
