@@ -35,13 +35,19 @@ def test_a_block_model_holds_exactly_its_rows_of_every_per_record_array():
     model, x, y = _regression()
     rows = np.array([3, 7, 11, 50])
     part = block_model(model, rows)
-    np.testing.assert_array_equal(part.rvs_to_values[part["y"]].data, y[rows])
+    # the block's rows are inputs of its graph (shared variables), so every block compiles to the same code
+    np.testing.assert_array_equal(part.rvs_to_values[part["y"]].get_value(), y[rows])
     mu = part.replace_rvs_by_values([part["y"].owner.inputs[2]])[0]
-    fn = part.compile_fn(mu, inputs=part.value_vars, on_unused_input="ignore")
+    fn = part.compile_fn(mu, inputs=part.value_vars, on_unused_input="ignore", mode="FAST_COMPILE")
     point = {"a": 0.0, "b": 1.0, "s_log__": 0.0}
     np.testing.assert_allclose(fn(point), x[rows])  # mu = a + b x of the block's own covariates
     assert len(part.coords["obs"]) == 4 and part["a"].ndim == 0
     np.testing.assert_array_equal(model.rvs_to_values[model["y"]].data, y)  # the user's model is untouched
+    # no number of the block is part of its graph (the rows, the record count): every block is the same graph
+    from pytensor.graph.basic import Constant, ancestors
+
+    numbers = [v.data for v in ancestors([part.logp()]) if isinstance(v, Constant)]
+    assert not [n for n in numbers if np.size(n) >= rows.size or np.any(np.isin(n, [rows.size, *x[rows], *y[rows]]))]
 
 
 def test_saa_charges_epsilon_once_with_the_hand_computed_sensitivity_and_recovers_the_estimate():
@@ -274,7 +280,7 @@ def test_a_block_keeps_the_models_initial_values_a_per_record_ones_cut_to_its_ro
     np.testing.assert_allclose(np.asarray(initial["z"]), [2.0, 5.0, 9.0])
     # Without the cutpoints' initial values the ordered transform starts from equal cutpoints, where the
     # log-density is not finite: every block's fit would fail and count as the ranges' midpoint.
-    assert np.isfinite(part.compile_logp()(part.initial_point()))
+    assert np.isfinite(part.compile_logp(mode="FAST_COMPILE")(part.initial_point()))
 
 
 def test_saa_refuses_an_aggregate_its_noise_would_swamp_with_the_numbers_before_spending():

@@ -428,6 +428,19 @@ def one_step(final: NewtonRound, previous: NewtonRound | None = None) -> OneStep
                    2.0 * final.information_scale**2, support if kappa else None, u if kappa else None)
 
 
+def _input(value: Any) -> Any:
+    """A released number (or a function of released numbers) as an unnamed shared variable of its public shape.
+
+    As constants, the numbers would be part of the graph, and every release would compile its record-free model
+    afresh (seconds each, tens of seconds with an empty compile cache); as inputs, a second release of a model of
+    the same shape finds the first one's machine code in PyTensor's compile cache.
+    """
+    import pytensor
+
+    value = np.asarray(value, dtype="float64")
+    return pytensor.shared(value, shape=value.shape)
+
+
 def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound | None = None) -> Any:
     """log N(g; M(δ) δ, C + c ‖δ‖² 𝟙) of the last release as a tensor of φ (δ = φ − φ_t; M, C and c = 2 b_H² from
     :func:`one_step`): the information's noise acting on δ is part of the likelihood (errors in variables), so a
@@ -436,27 +449,27 @@ def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound |
 
     step_model = one_step(final, previous)
     d = len(final.score)
-    delta = parameters - pt.constant(final.point)
+    delta = parameters - _input(final.point)
     if step_model.support is not None:  # one τ per row, over the coordinates the row meets
         reach = step_model.support @ step_model.step**2
         rate = step_model.support * step_model.step[None, :] / np.where(reach > 0, reach, 1.0)[:, None]
-        along = pt.clip(pt.dot(pt.constant(rate), delta), -1.0, 1.0)[:, None]
+        along = pt.clip(pt.dot(_input(rate), delta), -1.0, 1.0)[:, None]
     else:
-        along = pt.clip(pt.dot(delta, pt.constant(step_model.direction)), -1.0, 1.0)
-    averaged = pt.constant(step_model.information) + 0.5 * pt.constant(step_model.change) * along
-    residual = pt.constant(final.score) - pt.dot(averaged, delta)
+        along = pt.clip(pt.dot(delta, _input(step_model.direction)), -1.0, 1.0)
+    averaged = _input(step_model.information) + 0.5 * _input(step_model.change) * along
+    residual = _input(final.score) - pt.dot(averaged, delta)
     if final.support is not None and not np.all(final.support):
         # Only the support's entries carry noise: score coordinate i's extra variance is c Σ_j support_ij δ_j², not
         # c ‖δ‖² (a group's coordinate does not feel the other groups' δ). A full covariance, factored per point.
         from pytensor.tensor.linalg import cholesky, solve_triangular
 
-        extra = pt.dot(pt.constant(final.support.astype(float)), delta**2) * step_model.information_noise
-        factor = cholesky(pt.constant(step_model.cov) + pt.diag(extra))
+        extra = pt.dot(_input(final.support.astype(float)), delta**2) * _input(step_model.information_noise)
+        factor = cholesky(_input(step_model.cov) + pt.diag(extra))
         z = solve_triangular(factor, residual, lower=True)
         return -0.5 * pt.sum(z**2) - pt.sum(pt.log(pt.diag(factor))) - 0.5 * d * np.log(2 * np.pi)
     values, vectors = np.linalg.eigh(step_model.cov)  # C + c‖δ‖²𝟙 shares C's eigenvectors
-    spread = pt.constant(values) + step_model.information_noise * pt.sum(delta**2)
-    r = pt.dot(pt.constant(vectors.T), residual)
+    spread = _input(values) + _input(step_model.information_noise) * pt.sum(delta**2)
+    r = pt.dot(_input(vectors.T), residual)
     return -0.5 * pt.sum(r**2 / spread) - 0.5 * pt.sum(pt.log(spread)) - 0.5 * d * np.log(2 * np.pi)
 
 

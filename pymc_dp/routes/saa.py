@@ -68,6 +68,7 @@ from ..trace import check_release_plan
 from .base import Ran, RoutePlan, check_initvals, check_step_model
 from .options import SAA
 from .progress import ProgressLine
+from .._evaluate import evaluate, evaluate_int
 
 __all__ = ["plan_saa", "SAARun", "block_model", "MECHANISM", "NORMAL_APPROXIMATION"]
 
@@ -105,10 +106,22 @@ def _leaf_rows(var: Any) -> int | None:
 
 
 def _sliced(var: Any, rows: np.ndarray) -> Any:
-    import pytensor.tensor as pt
-
+    """The block's rows of a per-record array, as an input of the block's graph (see :func:`_block_input`)."""
     value = var.get_value(borrow=True) if hasattr(var, "get_value") else var.data
-    return pt.constant(np.asarray(value)[rows], dtype=var.type.dtype)
+    return _block_input(np.asarray(np.asarray(value)[rows], dtype=var.type.dtype), static_shape=False)
+
+
+def _block_input(value: np.ndarray, *, static_shape: bool) -> Any:
+    """A block's own numbers (its rows, its record count) as an unnamed shared variable, not a constant.
+
+    Every block's model is then the same graph over different inputs, so the machine code compiled for the first
+    block is found in PyTensor's compile cache by the others (with constants, the numbers are part of the graph
+    and every block compiled afresh: seconds to tens of seconds each). ``static_shape`` keeps the length of a
+    size vector (the number of dimensions, the same for every block) known to the graph.
+    """
+    import pytensor
+
+    return pytensor.shared(value, shape=value.shape if static_shape else None)
 
 
 def _data_to_slice(model: Any, records: int) -> list[Any]:
@@ -132,7 +145,6 @@ def _data_to_slice(model: Any, records: int) -> list[Any]:
 
 def block_model(model: Any, rows: np.ndarray, leaves: Sequence[Any] | None = None) -> Any:
     """A copy of ``model`` on the records ``rows`` only: every per-record array, and every dim as long as the records, cut to them."""
-    import pytensor.tensor as pt
     from pytensor.graph.fg import FunctionGraph
     from pytensor.graph.replace import clone_replace
 
@@ -150,9 +162,9 @@ def block_model(model: Any, rows: np.ndarray, leaves: Sequence[Any] | None = Non
     coords = dict(fg._coords)
     lengths = dict(fg._dim_lengths)
     for dim, length in list(lengths.items()):
-        size = len(coords[dim]) if coords.get(dim) is not None else int(np.asarray(length.eval()))
+        size = len(coords[dim]) if coords.get(dim) is not None else evaluate_int(length)
         if size == records:
-            new = pt.constant(len(rows), dtype=length.type.dtype)
+            new = _block_input(np.asarray(len(rows), dtype=length.type.dtype), static_shape=True)
             replace[length] = new
             lengths[dim] = new
             if coords.get(dim) is not None:
@@ -189,7 +201,6 @@ def _initvals_for(part: Any, initvals: Any, released: Mapping[str, Any]) -> Any:
 def _record_sizes(fg: Any, records: int, size: int) -> dict[Any, Any]:
     """Integer constants that size the observed variables by the record count (a RandomVariable's ``size``, a
     time series' ``steps``), mapped to the same with ``size`` records."""
-    import pytensor.tensor as pt
     from pymc.model.fgraph import ModelObservedRV, ModelFreeRV
     from pytensor.graph.basic import Constant
     from pytensor.tensor.random.op import RandomVariable
@@ -220,7 +231,7 @@ def _record_sizes(fg: Any, records: int, size: int) -> dict[Any, Any]:
                 if int(value[0]) == records - shift:
                     new = value.copy()
                     new[0] = size - shift
-                    out[var] = pt.constant(new.reshape(np.shape(var.data)), dtype=var.dtype)
+                    out[var] = _block_input(new.reshape(np.shape(var.data)).astype(var.dtype), static_shape=True)
     return out
 
 
@@ -237,7 +248,7 @@ def malformed_records(model: Any, records: int) -> np.ndarray:
             bad |= ~np.isfinite(values.reshape(records, -1)).all(axis=1)
     try:
         terms = model.compile_fn(model.logp(vars=list(model.observed_RVs), sum=False), inputs=model.value_vars,
-                                 on_unused_input="ignore")(model.initial_point())
+                                 on_unused_input="ignore", mode="FAST_COMPILE")(model.initial_point())
     except Exception:  # noqa: BLE001 - the check is an accuracy aid: without it a failing block counts as its midpoint
         return bad
     for term in terms:
@@ -283,7 +294,7 @@ def _ranges(options: SAA, model: Any, names: Sequence[str]) -> dict[str, tuple[n
             lo, hi = spec
         except (TypeError, ValueError):
             raise ValueError(f"ranges[{name!r}] must be a (lower, upper) pair, got {spec!r}.") from None
-        shape = tuple(int(s) for s in model[name].shape.eval())
+        shape = tuple(int(s) for s in evaluate(model[name].shape))
         lo_a = np.broadcast_to(np.asarray(lo, dtype=float), shape).copy()
         hi_a = np.broadcast_to(np.asarray(hi, dtype=float), shape).copy()
         for v in (*lo_a.ravel(), *hi_a.ravel()):
@@ -507,7 +518,7 @@ def _probe_block(model: Any, rows: np.ndarray, leaves: Sequence[Any]) -> Any:
         for logger in quiet:  # PyTensor logs failed rewrites with the constants in them: the records
             logger.setLevel(logging.CRITICAL)
         part = block_model(model, rows, leaves)
-        value = part.compile_logp()(part.initial_point())
+        value = part.compile_logp(mode="FAST_COMPILE")(part.initial_point())  # evaluated once
     except Exception as err:  # noqa: BLE001 - whatever PyTensor says of a model it cannot cut, said before any spend
         raise ValueError(
             f"method='saa' could not fit this model to a block of {len(rows)} records (PyTensor raised "
@@ -548,7 +559,7 @@ def _released_names(model: Any, parts: Any, var_names: Any) -> list[str]:
     """Free variables whose shape does not depend on the records (the same in a block as in the model)."""
     same = [
         rv.name for rv in model.free_RVs
-        if tuple(rv.shape.eval()) == tuple(parts[rv.name].shape.eval())
+        if tuple(evaluate(rv.shape)) == tuple(evaluate(parts[rv.name].shape))
     ]
     if var_names is None:
         return same
