@@ -5,9 +5,15 @@ One BLAS thread for the whole session: the models here factorise tiny matrices
 spinning on a busy 2-core machine slow those calls 10–100×.
 """
 
+import os
+
 from threadpoolctl import threadpool_limits
 
 threadpool_limits(1)
+# ... and in the processes the tests start (the notebooks' kernels, the CLI's demo): two workers each running
+# a kernel whose BLAS threads spin would put four busy threads on two cores.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 
 def _import_arviz_one_worker_at_a_time() -> None:
@@ -35,7 +41,6 @@ _import_arviz_one_worker_at_a_time()
 
 
 import logging  # noqa: E402
-import os  # noqa: E402
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

@@ -91,8 +91,8 @@ def test_moments_over_an_enumerated_domain_are_exact():
     mean, cov = _support_moments(rows, pm.logp(pm.Poisson.dist(3.0), support))
     values = np.minimum(np.arange(80), 5)
     p = stats.poisson(3.0).pmf(np.arange(80))
-    assert float(mean.eval()[0]) == pytest.approx(values @ p, rel=1e-6)
-    assert float(cov.eval()[0, 0]) == pytest.approx(values**2 @ p - (values @ p) ** 2, rel=1e-6)
+    assert float(mean.eval(mode="FAST_COMPILE")[0]) == pytest.approx(values @ p, rel=1e-6)
+    assert float(cov.eval(mode="FAST_COMPILE")[0, 0]) == pytest.approx(values**2 @ p - (values @ p) ** 2, rel=1e-6)
 
 
 def _posterior(release, noise):

@@ -29,7 +29,7 @@ def test_exact_count_likelihood_sums_the_discrete_laplace_pmf(s):
     k = np.arange(trials + 1)
     for p in (0.2, 0.45, 0.8):
         want = sps.binom.logpmf(k, trials, p) + _discrete_laplace_logpmf(z - k, s)
-        got = laplace_marginal_count_logp(z, trials, np.float64(p), s, method="exact", mechanism="geometric").eval()
+        got = laplace_marginal_count_logp(z, trials, np.float64(p), s, method="exact", mechanism="geometric").eval(mode="FAST_COMPILE")
         assert float(got) == pytest.approx(float(np.logaddexp.reduce(want)), rel=1e-10)
 
 
@@ -39,7 +39,7 @@ def test_exact_histogram_likelihood_sums_the_discrete_laplace_pmf():
         sps.multinomial.logpmf(c, trials, p) + _discrete_laplace_logpmf(z - np.array(c), s).sum()
         for c in itertools.product(range(trials + 1), repeat=3) if sum(c) == trials
     ]
-    got = laplace_marginal_histogram_logp(z, trials, p, s, mechanism="geometric").eval()
+    got = laplace_marginal_histogram_logp(z, trials, p, s, mechanism="geometric").eval(mode="FAST_COMPILE")
     assert float(got) == pytest.approx(float(np.logaddexp.reduce(terms)), rel=1e-10)
 
 
@@ -94,7 +94,8 @@ def test_noise_aware_bernoulli_is_calibrated_with_discrete_noise():
     n, eps, reps = 30, 0.5, 400
     grid = np.linspace(0.0005, 0.9995, 1000)
     z = pt.dscalar("z")
-    logp = pytensor.function([z], laplace_marginal_count_logp(z, n, grid, 1.0 / eps, mechanism="geometric"))
+    logp = pytensor.function([z], laplace_marginal_count_logp(z, n, grid, 1.0 / eps, mechanism="geometric"),
+        mode="FAST_COMPILE")
     rng = np.random.default_rng(11)
     covered = 0
     for _ in range(reps):
@@ -132,9 +133,10 @@ def test_the_poisson_clipped_moments_need_no_sum_over_a_huge_bound():
 
     mu = pt.dscalar("mu")
     upper = CLIPPED_SUM_MAX_UPPER - 1
-    by_sum = pytensor.function([mu], list(Poisson.clipped_moments(mu, upper)))
-    closed = pytensor.function([mu], list(Poisson._clipped_moments_closed_form(mu, upper)))
+    by_sum = pytensor.function([mu], list(Poisson.clipped_moments(mu, upper)), mode="FAST_COMPILE")
+    closed = pytensor.function([mu], list(Poisson._clipped_moments_closed_form(mu, upper)), mode="FAST_COMPILE")
     for m in (0.5, 30.0, 0.9 * upper, upper, 1.2 * upper):
         np.testing.assert_allclose(closed(m), by_sum(m), rtol=1e-7, atol=1e-9)
-    huge = pytensor.function([mu], list(Poisson.clipped_moments(mu, 2**36)))  # O(1): no arange(2³⁶)
+    huge = pytensor.function([mu], list(Poisson.clipped_moments(mu, 2**36)),
+        mode="FAST_COMPILE")  # O(1): no arange(2³⁶)
     np.testing.assert_allclose(huge(5.0), [5.0, 5.0], rtol=1e-12)

@@ -81,7 +81,7 @@ def test_loglik_matches_the_sum_of_record_logpmfs_up_to_a_constant():
 
     x = np.random.default_rng(3).binomial(1, 0.3, size=200)
     stats = pmdp.privatize(x, "bernoulli", 1e9, rng=1)
-    f = lambda p: float(stats.family.loglik(stats.values, stats.n, {"p": np.float64(p)}).eval())  # noqa: E731
+    f = lambda p: float(stats.family.loglik(stats.values, stats.n, {"p": np.float64(p)}).eval(mode="FAST_COMPILE"))  # noqa: E731
     direct = lambda p: bernoulli(p).logpmf(x).sum()  # noqa: E731
     assert f(0.2) - f(0.6) == pytest.approx(direct(0.2) - direct(0.6), rel=1e-6)
 

@@ -397,7 +397,8 @@ THETAS = {
 def compiled_loglik(fam: Any, param: str, values: np.ndarray, n: float, vector: bool) -> Any:
     theta = pt.dvector(param) if vector else pt.dscalar(param)
     ll = fam.loglik(values, n, {param: theta})
-    return pytensor.function([theta], ll), pytensor.function([theta], pytensor.grad(ll, theta))
+    return pytensor.function([theta], ll, mode="FAST_COMPILE"), pytensor.function([theta], pytensor.grad(ll, theta),
+        mode="FAST_COMPILE")
 
 
 @pytest.mark.parametrize("relation", RELATIONS)
@@ -590,22 +591,22 @@ def test_family_args_round_trip_through_the_registry(fam: Any) -> None:
 def test_from_dist_reads_each_distribution() -> None:
     fam, params = family_of_dist(pm.Binomial.dist(n=10, p=0.3))
     assert fam == Binomial(n_trials=10)
-    assert float(params["p"].eval()) == pytest.approx(0.3)
+    assert float(params["p"].eval(mode="FAST_COMPILE")) == pytest.approx(0.3)
 
     fam, params = family_of_dist(pm.Binomial.dist(n=10, p=0.3, shape=5))  # shared p broadcast to (1,)
     assert fam == Binomial(n_trials=10) and params["p"].ndim == 0
 
     fam, params = family_of_dist(pm.Categorical.dist(p=[0.2, 0.3, 0.5]))
     assert fam == Categorical(k=3)
-    np.testing.assert_allclose(params["p"].eval(), [0.2, 0.3, 0.5])
+    np.testing.assert_allclose(params["p"].eval(mode="FAST_COMPILE"), [0.2, 0.3, 0.5])
 
     fam, params = family_of_dist(pm.Multinomial.dist(n=4, p=[0.25, 0.75], shape=(6, 2)))
     assert fam == Multinomial(k=2, n_trials=4)
-    np.testing.assert_allclose(params["p"].eval(), [0.25, 0.75])
+    np.testing.assert_allclose(params["p"].eval(mode="FAST_COMPILE"), [0.25, 0.75])
 
     fam, params = family_of_dist(pm.Poisson.dist(mu=2.5))
     assert fam == Poisson()
-    assert float(params["mu"].eval()) == pytest.approx(2.5)
+    assert float(params["mu"].eval(mode="FAST_COMPILE")) == pytest.approx(2.5)
 
 
 def test_from_dist_passes_model_variables_through() -> None:
@@ -616,7 +617,7 @@ def test_from_dist_passes_model_variables_through() -> None:
         assert Binomial.from_dist(pm.Binomial.dist(n=7, p=p))[1]["p"] is p
         fam, params = Categorical.from_dist(pm.Categorical.dist(p=theta))
         assert fam == Categorical(k=4)
-        np.testing.assert_allclose(params["p"].eval({theta: np.full(4, 0.25)}), np.full(4, 0.25))
+        np.testing.assert_allclose(params["p"].eval({theta: np.full(4, 0.25)}, mode="FAST_COMPILE"), np.full(4, 0.25))
         assert Poisson.from_dist(pm.Poisson.dist(mu=lam))[1]["mu"] is lam
 
 

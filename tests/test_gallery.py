@@ -28,7 +28,7 @@ def _shared_parameters(model):
     from pymc_dp.routes.saa import _record_count
 
     n = _record_count(model)
-    return [rv.name for rv in model.free_RVs if n not in tuple(int(s) for s in rv.shape.eval())]
+    return [rv.name for rv in model.free_RVs if n not in tuple(int(s) for s in rv.shape.eval(mode="FAST_COMPILE"))]
 
 
 def _coordinates(trace, names):

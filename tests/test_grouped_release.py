@@ -304,8 +304,11 @@ def test_the_groups_likelihood_is_one_vectorised_term_equal_to_the_sum_over_grou
             module.sum_of_group_terms, module.stack_group_outputs = kept, kept_stack
     point = vectorised.initial_point()
     moved = {k: v + 0.1 for k, v in point.items()}
+    # Python mode: the values are the question, and the plain sum's graph (a term per group) takes minutes to
+    # compile to machine code on a machine whose compile cache is empty.
     for at in (point, moved):
-        assert vectorised.compile_logp()(at) == pytest.approx(plain.compile_logp()(at), rel=1e-10)
+        assert vectorised.compile_logp(mode="FAST_COMPILE")(at) == pytest.approx(
+            plain.compile_logp(mode="FAST_COMPILE")(at), rel=1e-10)
 
 
 def test_the_groups_joins_diagonals_and_own_entries_compile_batched_not_as_a_loop_over_groups():
@@ -332,8 +335,10 @@ def test_the_groups_joins_diagonals_and_own_entries_compile_batched_not_as_a_loo
     assert batched[4].type.dtype == "int32"
     total = sum(pt.sum(b ** 2) for b in batched[:4])
     grad = pytensor.grad(total, theta)
-    f = pytensor.function([theta], [*batched, grad])
-    g = pytensor.function([theta], [*plain, pytensor.grad(sum(pt.sum(p ** 2) for p in plain[:4]), theta)])
+    # The graphs are the question (below); their values are compared in Python mode, not compiled to machine code.
+    f = pytensor.function([theta], [*batched, grad], mode="FAST_COMPILE")
+    g = pytensor.function([theta], [*plain, pytensor.grad(sum(pt.sum(p ** 2) for p in plain[:4]), theta)],
+                          mode="FAST_COMPILE")
     at = np.array([0.3, -1.2, 2.0, 0.7])
     for got, want in zip(f(at), g(at)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -476,7 +481,7 @@ def test_the_pooled_likelihood_is_the_joint_gaussian_density_of_the_release(monk
     cov[-3:, -3:] += 2 * np.eye(3)
     values = np.concatenate([z[own] for z, _, _ in groups] + [released])
     counts = sum(-abs(z[-1] - m[-1]) - np.log(2.0) for z, m, _ in groups)
-    assert float(total.eval()) == pytest.approx(st.multivariate_normal(mean, cov).logpdf(values) + counts, rel=1e-9)
+    assert float(total.eval(mode="FAST_COMPILE")) == pytest.approx(st.multivariate_normal(mean, cov).logpdf(values) + counts, rel=1e-9)
 
 
 def test_a_group_glm_is_refused_in_words_that_say_why_and_hold_no_size():
@@ -556,7 +561,7 @@ def test_a_large_group_and_small_ones_take_one_noise_form_together():
         private = pmdp.privatize_model(model, 1.0, bounds=REGRESSION_BOUNDS, rng=1)
     assert [noise_moment_matched(p) for p in private.statistics["y"].parts] == [True, False, False]
     assert tuple(private.model.named_vars_to_dims["y_noise_mixing"]) == ("county", "y_noise_mixing_statistic")
-    assert np.isfinite(private.model.compile_logp()(private.model.initial_point()))
+    assert np.isfinite(private.model.compile_logp(mode="FAST_COMPILE")(private.model.initial_point()))
 
 
 def test_a_group_index_without_a_dim_names_its_latent_variables_by_a_dim_of_their_own():
@@ -566,7 +571,7 @@ def test_a_group_index_without_a_dim_names_its_latent_variables_by_a_dim_of_thei
     idx, x = rng.integers(0, 3, 900), rng.uniform(-1.0, 1.0, 900)
     with pm.Model() as model:
         a = pm.Normal("a", 0.0, 2.0, shape=3)
-        pm.Normal("y", a[idx] + pm.Normal("b") * x, pm.HalfNormal("sigma"), observed=rng.normal(a.eval()[idx], 1.0))
+        pm.Normal("y", a[idx] + pm.Normal("b") * x, pm.HalfNormal("sigma"), observed=rng.normal(a.eval(mode="FAST_COMPILE")[idx], 1.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         private = pmdp.privatize_model(model, 1.0, bounds=REGRESSION_BOUNDS, rng=1)

@@ -44,7 +44,7 @@ def test_a_bernoulli_release_under_add_remove_is_two_independent_poisson_counts(
     assert [v.name for v in model.deterministics] == ["y_n_records"]
     assert model.initial_point()["y_n_records_log_ratio"] == 0.0
     term = model.compile_fn(model.replace_rvs_by_values([model.potentials[0]])[0], inputs=model.value_vars,
-                          point_fn=False)
+                          point_fn=False, mode="FAST_COMPILE")
     from pymc_dp.families._noise_aware import laplace_equivalent_scale
 
     b = laplace_equivalent_scale(stats.scale, "geometric")
@@ -62,7 +62,7 @@ def _posterior_mode(model) -> dict[str, float]:
     """The mode of the model's log density (scipy on the transformed scalars), its variables and Deterministics."""
     from scipy.optimize import minimize
 
-    logp = model.compile_logp()
+    logp = model.compile_logp(mode="FAST_COMPILE")
     start = model.initial_point()
     names = list(start)
     assert all(np.ndim(start[k]) == 0 for k in names)  # scalar variables only, as here
@@ -71,7 +71,8 @@ def _posterior_mode(model) -> dict[str, float]:
     found = minimize(lambda v: -float(logp(point(v))), np.array([float(start[k]) for k in names]), method="Powell",
                      options={"xtol": 1e-8, "ftol": 1e-12})
     wanted = [*model.free_RVs, *model.deterministics]
-    untransformed = model.compile_fn(model.replace_rvs_by_values(wanted), inputs=model.value_vars, point_fn=False)
+    untransformed = model.compile_fn(model.replace_rvs_by_values(wanted), inputs=model.value_vars, point_fn=False,
+        mode="FAST_COMPILE")
     by_value = dict(zip(names, found.x))
     values = untransformed(*[by_value[v.name] for v in model.value_vars])
     return {rv.name: float(v) for rv, v in zip(wanted, values)}
@@ -134,7 +135,7 @@ def test_the_privacy_flag_under_add_remove_is_noise_aware_without_a_warning():
     assert "age_n_records_noise" in free and "age_noise_mixing" not in free
     assert "age_n_records" in {v.name for v in private.model.deterministics}
     point = private.model.initial_point()
-    assert point["age_n_records_noise"] == 0.0 and np.isfinite(private.model.compile_logp()(point))
+    assert point["age_n_records_noise"] == 0.0 and np.isfinite(private.model.compile_logp(mode="FAST_COMPILE")(point))
     from pymc_dp.routes.nutpie_cache import _shared_variables
 
     # the release's numbers are uniquely named shared inputs: nutpie's compile of one release serves the next
@@ -171,13 +172,14 @@ def test_the_laplace_quantile_of_a_normal_score_matches_scipy_in_both_tails():
     from pymc_dp.families._latent_count import laplace_score_quantile
 
     eta = np.array([-30.0, -8.0, -1.5, -1e-9, 0.0, 1e-9, 0.4, 3.0, 12.0, 30.0])
-    got = laplace_score_quantile(pt.as_tensor(eta)).eval()
+    got = laplace_score_quantile(pt.as_tensor(eta)).eval(mode="FAST_COMPILE")
     # F_L⁻¹(Φ(η)) = −log(2 Φ(−η)) for η ≥ 0, odd in η: SciPy's log survival function keeps the far tail
     want = np.sign(eta) * -(np.log(2.0) + st.norm.logsf(np.abs(eta)))
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
     e = pt.dscalar("e")
     slope = pt.grad(laplace_score_quantile(e), e)
-    assert float(slope.eval({e: 0.0})) == pytest.approx(np.sqrt(2.0 / np.pi), rel=1e-12)  # no kink at the mode
+    assert float(slope.eval({e: 0.0},
+        mode="FAST_COMPILE")) == pytest.approx(np.sqrt(2.0 / np.pi), rel=1e-12)  # no kink at the mode
 
 
 @pytest.mark.parametrize("released", [900.0, 12.0, -5.0])
@@ -201,7 +203,8 @@ def test_the_count_sampled_through_its_noise_has_the_flat_prior_times_laplace_po
         count = latent.count(v)
         log_prior, slope = latent.log_prior(v), pt.grad(count, v)
         values = np.linspace(-6.0, 6.0, 49)
-        n, lp, dn = (np.array([float(t.eval({v: x})) for x in values]) for t in (count, log_prior, slope))
+        n, lp, dn = (np.array([float(t.eval({v: x},
+            mode="FAST_COMPILE")) for x in values]) for t in (count, log_prior, slope))
     finally:
         RELEASE_NAME.reset(token)
     assert latent.through_noise and np.all(n > 0)

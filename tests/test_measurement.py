@@ -31,7 +31,7 @@ def _logit(p):
 
 def _grid_logp(model, vars=None):
     """log density of ``vars`` (default: the whole model, no Jacobian) at p = each GRID point."""
-    fn = model.compile_logp(vars=vars, jacobian=False)
+    fn = model.compile_logp(vars=vars, jacobian=False, mode="FAST_COMPILE")
     return np.array([fn({"p_logodds__": _logit(q)}) for q in GRID])
 
 
@@ -60,23 +60,24 @@ def test_laplace_and_gaussian_logp_match_scipy():
     t = np.array([0.5, 0.0, 9.0])
     lap = Measurement(z, 1.7)
     gau = Measurement(z, 1.7, mechanism="gaussian")
-    assert float(lap.logp(t).eval()) == pytest.approx(stats.laplace(t, 1.7).logpdf(z).sum(), rel=1e-12)
-    assert float(gau.logp(t).eval()) == pytest.approx(stats.norm(t, 1.7).logpdf(z).sum(), rel=1e-12)
-    np.testing.assert_allclose(lap.logp_terms(t).eval(), stats.laplace(t, 1.7).logpdf(z), rtol=1e-12)
+    assert float(lap.logp(t).eval(mode="FAST_COMPILE")) == pytest.approx(stats.laplace(t, 1.7).logpdf(z).sum(), rel=1e-12)
+    assert float(gau.logp(t).eval(mode="FAST_COMPILE")) == pytest.approx(stats.norm(t, 1.7).logpdf(z).sum(), rel=1e-12)
+    np.testing.assert_allclose(lap.logp_terms(t).eval(mode="FAST_COMPILE"), stats.laplace(t, 1.7).logpdf(z), rtol=1e-12)
     # A scalar true value broadcasts to every coordinate; a symbolic one works too.
     s = pt.dscalar("s")
-    assert float(gau.logp(s).eval({s: 2.0})) == pytest.approx(stats.norm(2.0, 1.7).logpdf(z).sum(), rel=1e-12)
+    assert float(gau.logp(s).eval({s: 2.0},
+        mode="FAST_COMPILE")) == pytest.approx(stats.norm(2.0, 1.7).logpdf(z).sum(), rel=1e-12)
 
 
 def test_trailing_axes_of_the_true_value_are_batch_axes():
     m = Measurement([3.0, 10.0], 2.0)
     cand = np.array([[0.0, 1.0, 2.0, 3.0], [8.0, 9.0, 10.0, 11.0]])  # 4 candidates per coordinate
-    terms = m.logp_terms(cand).eval()
+    terms = m.logp_terms(cand).eval(mode="FAST_COMPILE")
     assert terms.shape == (2, 4)
     np.testing.assert_allclose(terms, stats.laplace(cand, 2.0).logpdf(np.array([[3.0], [10.0]])), rtol=1e-12)
-    np.testing.assert_allclose(m.logp(cand).eval(), terms.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(m.logp(cand).eval(mode="FAST_COMPILE"), terms.sum(axis=0), rtol=1e-12)
     scalar = Measurement(3.0, 2.0)  # a scalar value: any true_value shape is a batch
-    np.testing.assert_allclose(scalar.logp(np.arange(5.0)).eval(), stats.laplace(np.arange(5.0), 2.0).logpdf(3.0))
+    np.testing.assert_allclose(scalar.logp(np.arange(5.0)).eval(mode="FAST_COMPILE"), stats.laplace(np.arange(5.0), 2.0).logpdf(3.0))
     with pytest.raises(ValueError, match="leading axes"):
         m.logp_terms(np.zeros((3, 4)))
 
@@ -85,7 +86,7 @@ def test_trailing_axes_of_the_true_value_are_batch_axes():
 def test_geometric_logp_is_the_discrete_laplace_pmf(s):
     k = np.arange(-40_000, 40_001)  # the pmf at |k| = 40000 is below e^-160 for every s here
     m = Measurement(0, s, mechanism="geometric")
-    logpmf = m.logp(-k.astype(float)).eval()  # log P(noise = k): value 0, true value -k
+    logpmf = m.logp(-k.astype(float)).eval(mode="FAST_COMPILE")  # log P(noise = k): value 0, true value -k
     a = math.exp(-1.0 / s)
     np.testing.assert_allclose(logpmf, np.log((1 - a) / (1 + a)) - np.abs(k) / s, rtol=1e-12, atol=1e-12)
     pmf = np.exp(logpmf)
@@ -181,10 +182,10 @@ def test_latent_sum_validation():
 
 def test_one_count_measurement_equals_the_noise_aware_count_likelihood():
     model, pot = _count_model(Measurement(61.3, 5.0), 200)
-    fn = model.compile_logp(vars=[pot], jacobian=False)
+    fn = model.compile_logp(vars=[pot], jacobian=False, mode="FAST_COMPILE")
     for q in (0.05, 0.3, 0.31, 0.5, 0.9):
         # np.float64: a Python 0.5 would become a float32 constant (exactly representable).
-        want = float(laplace_marginal_count_logp(61.3, 200, np.float64(q), 5.0, method="exact").eval())
+        want = float(laplace_marginal_count_logp(61.3, 200, np.float64(q), 5.0, method="exact").eval(mode="FAST_COMPILE"))
         assert float(fn({"p_logodds__": _logit(q)})) == pytest.approx(want, rel=1e-9)
 
 
@@ -238,7 +239,7 @@ def test_poisson_count_with_geometric_and_gaussian_releases_matches_brute_force(
     with pm.Model() as model:
         mu = pm.Gamma("mu", 2.0, 0.1)
         pot = observe_count_measurements("c", zs, pm.Poisson.dist(mu=mu), max_count=400)
-    fn = model.compile_logp(vars=[pot], jacobian=False)
+    fn = model.compile_logp(vars=[pot], jacobian=False, mode="FAST_COMPILE")
     k = np.arange(401)
     a = math.exp(-1 / 2.0)
     noise = np.log((1 - a) / (1 + a)) - np.abs(23 - k) / 2.0 + stats.norm(k, 3.0).logpdf(25.4)
@@ -266,12 +267,12 @@ def test_latent_sum_has_the_clt_moments(make, mean, var, centered):
     with pm.Model() as model:
         s = latent_sum("S", make(), n, centered=centered)
     if centered:
-        loc, sd = (float(v.eval()) for v in dist_params(s))
+        loc, sd = (float(v.eval(mode="FAST_COMPILE")) for v in dist_params(s))
         assert "S_std" not in model.named_vars
     else:
         raw = model["S_std"]
-        loc = float(s.eval({raw: 0.0}))
-        sd = float(s.eval({raw: 1.0})) - loc
+        loc = float(s.eval({raw: 0.0}, mode="FAST_COMPILE"))
+        sd = float(s.eval({raw: 1.0}, mode="FAST_COMPILE")) - loc
     assert loc == pytest.approx(n * mean, rel=1e-6)
     assert sd == pytest.approx(math.sqrt(n * var), rel=1e-6)
 
@@ -287,7 +288,7 @@ def test_overlapping_releases_of_latent_sums():
             [Measurement(80.0, 2.0, of=s1 + s2, label="total"),
              Measurement([31.0, 47.5], 1.5, mechanism="gaussian", of=pt.stack([s1, s2]))],
         )
-    fn = model.compile_logp(vars=[pot], jacobian=False)
+    fn = model.compile_logp(vars=[pot], jacobian=False, mode="FAST_COMPILE")
     got = fn({"p_logodds__": 0.0, "S1": 30.0, "S2": 52.0})
     want = stats.laplace(82.0, 2.0).logpdf(80.0) + stats.norm([30.0, 52.0], 1.5).logpdf([31.0, 47.5]).sum()
     assert float(got) == pytest.approx(want, rel=1e-12)
@@ -305,8 +306,10 @@ def test_latent_sum_nuts_posterior_matches_the_exact_count_posterior():
             500, tune=500, chains=2, cores=1, random_seed=3, progressbar=False, compute_convergence_checks=False
         )
     q = pt.dvector("q")
-    exact_mean, exact_sd = _grid_posterior(laplace_marginal_count_logp(z, trials, q, b, method="exact").eval({q: GRID}))
-    clt_mean, _ = _grid_posterior(laplace_marginal_count_logp(z, trials, q, b, method="clt").eval({q: GRID}))
+    exact_mean, exact_sd = _grid_posterior(laplace_marginal_count_logp(z, trials, q, b, method="exact").eval({q: GRID},
+        mode="FAST_COMPILE"))
+    clt_mean, _ = _grid_posterior(laplace_marginal_count_logp(z, trials, q, b, method="clt").eval({q: GRID},
+        mode="FAST_COMPILE"))
     # The latent-sum model's marginal likelihood of z is exactly the CLT (normal ⊛ Laplace)
     # one, so NUTS targets clt_mean; its distance to the exact posterior mean is the CLT
     # error, which at N·p ≈ 300 is a few percent of a posterior sd at most.
@@ -338,8 +341,8 @@ def test_measurement_from_privatised_statistics():
     # The release's ledger is recorded with the model, as with observe_stats.
     assert statistics_of(model) == [released]
     want = laplace_marginal_count_logp(float(released.noisy[0]), 300, np.float64(0.4), 1.0, method="exact",
-                                       mechanism="geometric").eval()
-    got = model.compile_logp(vars=[pot], jacobian=False)({"p_logodds__": _logit(0.4)})
+                                       mechanism="geometric").eval(mode="FAST_COMPILE")
+    got = model.compile_logp(vars=[pot], jacobian=False, mode="FAST_COMPILE")({"p_logodds__": _logit(0.4)})
     assert float(got) == pytest.approx(float(want), rel=1e-9)
     with pytest.raises(ValueError, match="output of pmdp.privatize"):
         Measurement.from_statistics({"noisy": [3.0], "scale": 1.0})

@@ -120,13 +120,13 @@ def noise_aware_fn(case: Case, stats):
     expr = case.family.noise_aware_loglik(
         stats.noisy, stats.n, stats.scale, stats.neighbouring, {case.param: theta}, **extra
     )
-    return pytensor.function([theta], expr)
+    return pytensor.function([theta], expr, mode="FAST_COMPILE")
 
 
 def plugin_fn(case: Case, stats):
     theta = pt.dscalar("theta")
     expr = case.family.loglik(pt.as_tensor(np.asarray(stats.values, dtype=float)), float(stats.n), {case.param: theta})
-    return pytensor.function([theta], expr)
+    return pytensor.function([theta], expr, mode="FAST_COMPILE")
 
 
 def grid_summary(grid: np.ndarray, loglik: np.ndarray) -> tuple[float, float]:
@@ -228,7 +228,7 @@ def test_poisson_unclipped_moments_are_biased_under_heavy_clipping():
     stats = release(case, N_LARGE, 3 * math.sqrt(2.0) / math.sqrt(N_LARGE * v), seed=3, rng=7)
     theta = pt.dscalar("theta")
     expr = case.family.noise_aware_loglik(stats.noisy, stats.n, stats.scale, "replace", {"mu": theta})
-    f = pytensor.function([theta], expr)
+    f = pytensor.function([theta], expr, mode="FAST_COMPILE")
     grid = np.linspace(1.0, 3.0, 400)
     mean, sd = grid_summary(grid, np.array([float(f(t)) for t in grid]))
     assert abs(mean - case.truth) > 10 * sd  # E[min(X, 3)] ≈ 1.72 ≠ 2
@@ -242,8 +242,8 @@ def test_poisson_clipped_moments_match_brute_force(mu):
     m, v = Poisson.clipped_moments(mu, 3)
     want_m, want_v = poisson_clipped_moments_np(mu, 3)
     # both are sums of ≤ 4 float64 terms of size ≤ 9: agreement to ~1e-15; 1e-12 is safe
-    assert float(m.eval()) == pytest.approx(want_m, rel=0, abs=1e-12)
-    assert float(v.eval()) == pytest.approx(want_v, rel=0, abs=1e-12)
+    assert float(m.eval(mode="FAST_COMPILE")) == pytest.approx(want_m, rel=0, abs=1e-12)
+    assert float(v.eval(mode="FAST_COMPILE")) == pytest.approx(want_v, rel=0, abs=1e-12)
     # and they differ from the unclipped moments (m = v = μ) — the clipping matters here
     assert abs(want_m - mu) > 1e-3
 
@@ -251,7 +251,7 @@ def test_poisson_clipped_moments_match_brute_force(mu):
 def test_poisson_clipped_moments_are_differentiable():
     mu = pt.dscalar("mu")
     m, _ = Poisson.clipped_moments(mu, 3)
-    g = pytensor.function([mu], pt.grad(m, mu))
+    g = pytensor.function([mu], pt.grad(m, mu), mode="FAST_COMPILE")
     h = 1e-6
     num = (poisson_clipped_moments_np(2.0 + h, 3)[0] - poisson_clipped_moments_np(2.0 - h, 3)[0]) / (2 * h)
     assert float(g(2.0)) == pytest.approx(num, rel=1e-6)  # central difference error O(h²) ≪ 1e-6
@@ -270,7 +270,7 @@ def test_observe_stats_noise_aware_samples_with_nuts(case):
         theta = case.prior("theta")
         pmdp.observe_stats("lik", case.dist(theta), stats, noise_aware=True)
     assert model.initial_point()  # compiles
-    dlogp = model.compile_dlogp()(model.initial_point())
+    dlogp = model.compile_dlogp(mode="FAST_COMPILE")(model.initial_point())
     assert np.all(np.isfinite(dlogp)) and np.any(dlogp != 0)
     with model:
         idata = pm.sample(
@@ -293,7 +293,7 @@ def test_two_released_numbers_need_no_latents_three_do():
     assert Normal(sigma=1.0).noise_mixing_size(1, 500) == 0
     mu, sigma = pt.dscalar("mu"), pt.dscalar("sigma")
     f = pytensor.function([mu, sigma], Normal().noise_aware_loglik(stats.noisy, stats.n, stats.scale, "replace",
-                                                                   {"mu": mu, "sigma": sigma}))
+                                                                   {"mu": mu, "sigma": sigma}), mode="FAST_COMPILE")
     # the release of 500 standard-normal records is far likelier under (0, 1) than under (2, 3)
     assert np.isfinite(f(0.0, 1.0)) and f(0.0, 1.0) > f(2.0, 3.0) + 1.0
     regression = LinearRegression(n_features=1)
@@ -324,7 +324,7 @@ def test_observe_stats_passes_the_bounds_so_clipped_poisson_counts_are_modelled(
     with pm.Model() as model:
         mu = pm.Uniform("mu", 0.5, 5.0)
         pmdp.observe_stats("x", pm.Poisson.dist(mu=mu), s, noise_aware=True)
-    logp = model.compile_logp()
+    logp = model.compile_logp(mode="FAST_COMPILE")
     grid = np.linspace(1.5, 2.5, 201)
     vals = np.array([logp({"mu_interval__": np.log((m - 0.5) / (5.0 - m))}) for m in grid])
     # Jacobian of the interval transform is included by compile_logp; it varies slowly

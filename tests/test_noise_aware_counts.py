@@ -24,7 +24,7 @@ GRID = np.linspace(0.0005, 0.9995, 1000)
 
 def _normal_laplace(mean, sd, b):
     z = pt.dscalar("z")
-    return pytensor.function([z], normal_laplace_logpdf(z, mean, sd, b))
+    return pytensor.function([z], normal_laplace_logpdf(z, mean, sd, b), mode="FAST_COMPILE")
 
 
 @pytest.mark.parametrize("z", [-5.0, 0.0, 3.0, 7.0, 12.0])
@@ -44,7 +44,7 @@ def test_normal_laplace_density_has_the_right_limits_and_far_tails():
     tail = -math.log(3.0) - 53 / 1.5 + 4 / (2 * 1.5**2)
     assert float(_normal_laplace(3.0, 2.0, 1.5)(-50.0)) == pytest.approx(tail, abs=1e-6)
     z = pt.dscalar()
-    grad = pytensor.function([z], pytensor.grad(normal_laplace_logpdf(z, 3.0, 2.0, 1e-7), z))
+    grad = pytensor.function([z], pytensor.grad(normal_laplace_logpdf(z, 3.0, 2.0, 1e-7), z), mode="FAST_COMPILE")
     assert float(grad(4.0)) == pytest.approx(-0.25, rel=1e-6)
 
 
@@ -59,7 +59,7 @@ def _grid_posterior(logp):
 def _count_logp_fn(trials, b, method):
     z = pt.dscalar("z")
     p = pt.dvector("p")
-    return pytensor.function([z, p], laplace_marginal_count_logp(z, trials, p, b, method=method))
+    return pytensor.function([z, p], laplace_marginal_count_logp(z, trials, p, b, method=method), mode="FAST_COMPILE")
 
 
 def test_exact_and_clt_count_likelihoods_agree_where_both_apply():

@@ -60,7 +60,7 @@ def test_truncate_returns_a_new_model_and_leaves_the_users_alone():
     assert truncated is not model
     assert type(model.rvs_to_transforms[model["p"]]).__name__ == "LogOddsTransform"
     assert type(truncated.rvs_to_transforms[truncated["p"]]).__name__ == "Interval"
-    logp = truncated.compile_logp(vars=[truncated["p"]], jacobian=False)
+    logp = truncated.compile_logp(vars=[truncated["p"]], jacobian=False, mode="FAST_COMPILE")
     # Beta(1, 1) truncated to [0.2, 0.8] is uniform with density 1/0.6 there (0 on the
     # interval transform's scale is its midpoint, p = 0.5).
     point = {"p_interval__": np.array(0.0)}
@@ -106,17 +106,17 @@ def test_dirichlet_floor_keeps_every_coordinate_above_it():
 def test_temper_scales_the_log_likelihood_and_nothing_else():
     model = pmdp.truncate(beta_bernoulli(prior=(2.0, 3.0)), {"p": (A0, 1 - A0)})
     point = model.initial_point()
-    lik = float(model.compile_logp(vars=model.observed_RVs)(point))
-    prior = float(model.compile_logp(vars=model.free_RVs)(point))  # includes the Jacobian
-    prior_no_jac = float(model.compile_logp(vars=model.free_RVs, jacobian=False)(point))
+    lik = float(model.compile_logp(vars=model.observed_RVs, mode="FAST_COMPILE")(point))
+    prior = float(model.compile_logp(vars=model.free_RVs, mode="FAST_COMPILE")(point))  # includes the Jacobian
+    prior_no_jac = float(model.compile_logp(vars=model.free_RVs, jacobian=False, mode="FAST_COMPILE")(point))
     t = 3.5
     tempered = pmdp.temper(model, t)
-    assert float(tempered.compile_logp()(point)) == pytest.approx(prior + lik / t, rel=1e-12)
+    assert float(tempered.compile_logp(mode="FAST_COMPILE")(point)) == pytest.approx(prior + lik / t, rel=1e-12)
     joint = pmdp.temper(model, t, part="joint")
     jac = prior - prior_no_jac
-    assert float(joint.compile_logp()(point)) == pytest.approx((prior_no_jac + lik) / t + jac, rel=1e-12)
+    assert float(joint.compile_logp(mode="FAST_COMPILE")(point)) == pytest.approx((prior_no_jac + lik) / t + jac, rel=1e-12)
     assert TEMPERING_POTENTIAL in tempered.named_vars and TEMPERING_POTENTIAL not in model.named_vars
-    assert float(pmdp.temper(model, 1.0).compile_logp()(point)) == pytest.approx(prior + lik)
+    assert float(pmdp.temper(model, 1.0).compile_logp(mode="FAST_COMPILE")(point)) == pytest.approx(prior + lik)
     with pytest.raises(ValueError, match="≥ 1"):
         pmdp.temper(model, 0.5)
     with pytest.raises(ValueError, match="part"):
@@ -151,14 +151,14 @@ def test_temper_gives_a_fixed_density_for_symbolic_distributions(build, part):
     # graph; a potential built from it drew them afresh at every evaluation (the density was random).
     model = build()
     point = {k: v + 0.3 for k, v in model.initial_point().items()}
-    lik = float(model.compile_logp(vars=model.observed_RVs)(point))
-    prior = float(model.compile_logp(vars=model.free_RVs)(point))
-    jac = prior - float(model.compile_logp(vars=model.free_RVs, jacobian=False)(point))
+    lik = float(model.compile_logp(vars=model.observed_RVs, mode="FAST_COMPILE")(point))
+    prior = float(model.compile_logp(vars=model.free_RVs, mode="FAST_COMPILE")(point))
+    jac = prior - float(model.compile_logp(vars=model.free_RVs, jacobian=False, mode="FAST_COMPILE")(point))
     t = 64.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # PyMC warns when cloned random variables are left in a graph
         tempered = pmdp.temper(model, t, part=part)
-        logp = tempered.compile_logp()
+        logp = tempered.compile_logp(mode="FAST_COMPILE")
         values = {float(logp(point)) for _ in range(5)}
     want = prior + lik / t if part == "likelihood" else (prior - jac + lik) / t + jac
     assert len(values) == 1
@@ -187,10 +187,11 @@ def test_clip_loglik_clips_every_record_term():
     clipped = pmdp.clip_loglik(model, -5.0, -1.2)
     point = {"mu": np.array(0.3)}
     terms = stats.t.logpdf(records, 3, loc=0.3, scale=1)
-    got = clipped.compile_logp(vars=clipped.observed_RVs, sum=False)(point)[0]
+    got = clipped.compile_logp(vars=clipped.observed_RVs, sum=False, mode="FAST_COMPILE")(point)[0]
     # PyMC and SciPy evaluate the Student-t log-density to ~1e-9 of each other.
     np.testing.assert_allclose(got, np.clip(terms, -5.0, -1.2), rtol=1e-7)
-    assert float(model.compile_logp(vars=model.observed_RVs)(point)) == pytest.approx(terms.sum())  # untouched
+    assert float(model.compile_logp(vars=model.observed_RVs,
+        mode="FAST_COMPILE")(point)) == pytest.approx(terms.sum())  # untouched
 
 
 # --------------------------------------------------------------------------- the tempered posterior

@@ -74,7 +74,7 @@ def test_truncated_model_density_and_start(small_counts):
     point = model.initial_point()
     for name, size in zip(data.FEATURES, data.FEATURE_SIZES):
         np.testing.assert_allclose(point[f"theta_{name}"], 1.0 / size)  # inside every floor
-    logp = model.compile_logp()
+    logp = model.compile_logp(mode="FAST_COMPILE")
     assert np.isfinite(logp(point))
     outside = dict(point)
     outside["theta_friendly_casualty"] = np.array([[0.01, 0.99], [0.5, 0.5]])  # below a0 = 0.05
