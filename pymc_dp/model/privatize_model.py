@@ -359,7 +359,7 @@ def _statistics_likelihoods(
     import pytensor.tensor as pt
 
     def build_one(name: str, s: PrivateStatistics, rv: Any, rows: int, free: list, sizes: list,
-                  new_outputs: list, aware: bool) -> Any:
+                  new_outputs: list, aware: bool, release_name: str | None = None) -> Any:
         if s.family.name == "linear_regression":
             predictor = linear_regression_of(rv, rows, free, sizes)
             params = {"beta": predictor.coefficients, "sigma": predictor.sigma}
@@ -369,7 +369,7 @@ def _statistics_likelihoods(
             _, params = s.family.from_dist(rv)
         make_mixing = partial(_noise_mixing_rv, noise_mixing_name(name), new_outputs, s.names)
         make_count = partial(_record_count_rv, record_count_name(name), new_outputs)
-        return statistics_loglik(s, params, aware, make_mixing, name, make_count)
+        return statistics_loglik(s, params, aware, make_mixing, release_name or name, make_count)
 
     def build(name: str, node: Any, free: list, sizes: list, new_outputs: list) -> Any:
         s = stats[name]
@@ -387,12 +387,19 @@ def _statistics_likelihoods(
             for g, part in enumerate(together(s.parts)):
                 latents.group = g
                 terms.append(build_one(name, part, observed_group_view(node.inputs[0], rows, g), rows, free, sizes,
-                                       latents, noise_aware[name]))
+                                       latents, noise_aware[name], group_release_name(name, g)))
             latents.finish()
             return sum_of_group_terms(terms)
         return build_one(name, s, node.inputs[0], rows, free, sizes, new_outputs, noise_aware[name])
 
     return {name: partial(build, name) for name in stats}
+
+
+def group_release_name(name: str, group: int) -> str:
+    """The name under which group ``group``'s released numbers enter the record-free model (``<y>_group<g>``, by the
+    group's position, which is public): every group's shared inputs are named apart, so that nutpie's compiled model
+    of one release serves the next (:mod:`pymc_dp.routes.nutpie_cache` caches only uniquely named inputs)."""
+    return f"{name}_group{group}"
 
 
 def _pooled_likelihood(name: str, s: GroupedStatistics, node: Any, rows: int, free: list, sizes: list,
@@ -416,6 +423,7 @@ def _pooled_likelihood(name: str, s: GroupedStatistics, node: Any, rows: int, fr
         terms = []
         for g, part in enumerate(parts):
             latents.group = g
+            RELEASE_NAME.set(f"released_statistics_{group_release_name(name, g)}")
             predictor = linear_regression_of(observed_group_view(node.inputs[0], rows, g), rows, free, sizes)
             params = {"beta": predictor.coefficients, "sigma": predictor.sigma,
                       **covariate_parameters(name, part.family, part.bounds, latents, predictor.columns)}
