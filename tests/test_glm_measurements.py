@@ -721,3 +721,16 @@ def test_varying_intercepts_and_slopes_land_near_plain_pymc_with_honest_width():
         released = pmdp.sample(500, epsilon=1.0, model=_slopes(20_000, 7)[0], bounds={"y": {"x": (-1, 1)}},
                                noise_rng=11, random_seed=1, **SHORT)
     _assert_near_plain(plain, released, ("a", "b"))
+
+
+def test_a_per_record_trial_count_is_refused_by_its_name_not_as_an_offset():
+    """A Binomial's n given per record (pm.Data) is not an offset: the refusal names the parameter and says per-record
+    parameters are not supported, before anything is spent."""
+    rng = np.random.default_rng(0)
+    X, n = rng.uniform(-1, 1, (200, 2)), rng.integers(1, 20, 200)
+    with pm.Model(coords={"c": ["a", "b"]}) as model:
+        Xd, nd = pm.Data("X", X), pm.Data("n", n)
+        pm.Binomial("y", n=nd, logit_p=pm.Normal("a") + Xd @ pm.Normal("b", dims="c"), observed=rng.binomial(n, 0.5))
+    with pytest.raises(ValueError, match=r"its parameter 'n' is data of each record") as refused:
+        pmdp.sample(100, model=model, epsilon=1.0, method="measurements", bounds={"y": {"x": (-1, 1), "y": (0, 20)}})
+    assert "offset" not in str(refused.value)

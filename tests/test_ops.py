@@ -416,3 +416,15 @@ def test_a_callback_is_refused_where_the_sampler_reads_the_records_and_taken_whe
         pmdp.sample(20, tune=20, chains=1, epsilon=1.0, bounds={"y": {"x": (-5.0, 5.0)}}, ledger=lg,
                     progressbar=False, nuts_sampler="pymc", callback=lambda **kw: calls.append(1))
     assert len(calls) == 40 and len(lg.entries) == 1  # the Laplace route samples a record-free model
+
+
+def test_releasing_fewer_draws_than_asked_says_so_with_public_numbers_only():
+    """ε = 1 at Δ = 6 buys no exact sample: one tempered draw a chain of the 200 asked for, and a warning that says
+    why (ε, Δ, chains and T: declared or chosen numbers, nothing of the records)."""
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        pm.Normal("y", pm.Normal("mu", 0, 1), 1, observed=rng.normal(size=200))
+    with pytest.warns(UserWarning, match=r"release 1 draw\(s\) per chain, not the 200 asked for.*2Δ = 12.*T = 24"):
+        idata = pmdp.sample(200, tune=200, chains=2, model=model, epsilon=1.0, method="ops", loglik_clip=(-6, 0),
+                            progressbar=False, random_seed=1)
+    assert idata.posterior.sizes["draw"] == 1

@@ -136,6 +136,23 @@ def _rv_of(var: Any) -> Any:
     return var
 
 
+def _named_parameters(rv: Any) -> list[tuple[str, Any]]:
+    """``(name, parameter)`` of the likelihood's distribution parameters, named as the random variable's op names
+    them (``n`` and ``p`` of a Binomial), else ``param<i>``."""
+    import inspect
+
+    from ..families.base import dist_params
+
+    params = list(dist_params(rv))
+    try:
+        names = [n for n in inspect.signature(rv.owner.op.__call__).parameters if n not in ("self", "size", "kwargs")]
+    except (TypeError, ValueError):
+        names = []
+    if len(names) != len(params):
+        names = [f"param{i}" for i in range(len(params))]
+    return list(zip(names, params))
+
+
 def _elementwise(var: Any) -> bool:
     from pytensor.tensor.elemwise import DimShuffle, Elemwise
 
@@ -218,6 +235,13 @@ def read_glm(rv: Any, records: int, blockers: Sequence[Any], public: Sequence[An
                    "function of one, nor a parameter shared by the records")
         return False
 
+    for label, param in _named_parameters(rv):
+        base = _strip(param)
+        if not has_parameters(base) and not record_free(base):  # per-record data as the parameter itself
+            why.append(f"its parameter {label!r} is data of each record (a per-record {label}, as a Binomial's "
+                       "trial counts would be): the route reads the records' data only through a linear "
+                       "predictor, X @ beta or b * x; per-record parameters of the likelihood are not supported yet")
+            return None
     if not all(read(p) for p in dist_params(rv)):
         return None
     if not predictors:

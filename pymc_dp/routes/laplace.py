@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from .. import _compat
 from .._compat import warn_at_caller
 from ..accounting import LedgerEntry, PrivacyLedger, resolve_ledger
+from ..families.grouped import GroupedPrepared
 from ..model import statistics_of
 from ..model.privatize_model import PrivatizationPlan, _check_public, plan_privatization
 from ..trace import check_release_plan
@@ -73,7 +74,22 @@ class LaplacePlan(RoutePlan):
             # reservation; if the draw or the sampling fails they are what was spent.
             self._scratch = PrivacyLedger(neighbouring=self.ledger.neighbouring)
             sampled = self.privatization.release(self._scratch, self.noise_rng).model
-        return sample_released(sampled, self.draws, self.pm_kwargs, self.spent_on_failure(None))
+        return sample_released(sampled, self.draws, self._sampler_kwargs(), self.spent_on_failure(None))
+
+    def _sampler_kwargs(self) -> Mapping[str, Any]:
+        """``pm.sample``'s keywords: PyMC's NUTS for a release by group unless a sampler or step was asked for.
+
+        nutpie compiles a hierarchy's record-free model in each new process, where PyMC's compiled pieces persist on
+        disk: measured on three groups (N = 2·10⁴, warm caches), a varying-intercept regression's first release took
+        101 s with nutpie against 31 s with PyMC's NUTS, three Bernoulli rates 38 s against 7 s; a new user's twelve
+        groups with varying slopes 543–675 s against 217 s (docs/concepts/performance.md).
+        """
+        kwargs = self.pm_kwargs
+        grouped = self.privatization is not None and any(
+            isinstance(p, GroupedPrepared) for p in self.privatization.prepared.values())
+        if grouped and kwargs.get("nuts_sampler") is None and kwargs.get("step") is None:
+            return {**kwargs, "nuts_sampler": "pymc"}
+        return kwargs
 
     def spent_on_failure(self, failure: BaseException | None) -> list[LedgerEntry]:
         return list(self._scratch.entries) if self._scratch is not None else []

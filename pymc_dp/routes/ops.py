@@ -299,4 +299,11 @@ def plan_ops_run(
             "turns the checks off); nothing was spent."
         )
     kwargs = {**pm_kwargs, "chains": chains, "compute_convergence_checks": False}
+    if chosen == "auto" and samples < draws:
+        _compat.warn_at_caller(
+            f"method='ops' will release {samples} draw(s) per chain, not the {draws} asked for: each released draw "
+            f"is an exact posterior sample costing 2Δ = {2 * report.total:.4g}, and ε = {total:.4g} over {chains} "
+            f"chain(s) buys {samples} a chain (the draws tempered at T = {plan.temperature:.3g}). A larger epsilon or "
+            "a tighter loglik_clip buys more; a route that releases a whole posterior (method='auto' names them) may "
+            "serve better.", UserWarning)
     return OPSRun(ledger=ledger, entries=[entry], plan=plan, model=tempered, draws=draws, pm_kwargs=kwargs)
