@@ -734,3 +734,23 @@ def test_a_per_record_trial_count_is_refused_by_its_name_not_as_an_offset():
     with pytest.raises(ValueError, match=r"its parameter 'n' is data of each record") as refused:
         pmdp.sample(100, model=model, epsilon=1.0, method="measurements", bounds={"y": {"x": (-1, 1), "y": (0, 20)}})
     assert "offset" not in str(refused.value)
+
+
+def test_refusals_name_the_users_construct_not_pytensor_ops():
+    """Covariates standardised inside the model with the records' own mean, and a pm.Censored likelihood: the refusal
+    says which data and which PyMC construct, not only the PyTensor op that built the term."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = rng.normal(X @ [0.5, -0.3], 1.0)
+    bounds = {"y": {"x": (-3, 3), "y": (-5, 5)}}
+    with pm.Model() as standardised:
+        Xd = pm.Data("X", X)
+        pm.Normal("y", pm.Normal("a") + ((Xd - Xd.mean(0)) / Xd.std(0)) @ pm.Normal("b", shape=2),
+                  pm.HalfNormal("s"), observed=y)
+    with pytest.raises(ValueError, match=r"a term computed from the data 'X' .*compute it in NumPy before the model"):
+        pmdp.sample(10, model=standardised, epsilon=1.0, method="measurements", bounds=bounds)
+    with pm.Model() as censored:
+        pm.Censored("y", pm.Normal.dist(pm.Normal("a") + X @ pm.Normal("b", shape=2), pm.HalfNormal("s")),
+                    lower=None, upper=1.0, observed=np.minimum(y, 1.0))
+    with pytest.raises(ValueError, match=r"a Normal distribution inside the likelihood \(pm.Censored"):
+        pmdp.sample(10, model=censored, epsilon=1.0, method="measurements", bounds=bounds)

@@ -208,7 +208,20 @@ def _describe(term: Any, records: int) -> str:
                 "row per record, are read by the measurements route's newton engine; other products with an indexed "
                 "vector, such as a[idx] * b * x or b[idx] * u[idx], are not)")
     name = getattr(term, "name", None)
-    return f"the term {name!r}" if name else f"a term built by {type(term.owner.op).__name__ if term.owner else 'a leaf'}"
+    if name:
+        return f"the term {name!r}"
+    from pytensor.tensor.random.op import RandomVariable
+
+    if term.owner is not None and isinstance(term.owner.op, RandomVariable):  # pm.Censored, pm.Truncated, mixtures
+        kind = type(term.owner.op).__name__.removesuffix("RV")
+        return (f"a {kind} distribution inside the likelihood (pm.Censored, pm.Truncated and mixtures wrap one: they "
+                "are not GLMs this route reads)")
+    data = sorted({v.name for v in ancestors([term]) if isinstance(v, SharedVariable) and v.name})
+    if data and term.owner is not None:  # e.g. covariates standardised with the records' own mean inside the model
+        return (f"a term computed from the data {', '.join(map(repr, data))} ({type(term.owner.op).__name__}: an "
+                "operation on the data other than X @ beta or b * x; compute it in NumPy before the model, with "
+                "public constants where it would read the records, such as a declared centre and scale)")
+    return f"a term built by {type(term.owner.op).__name__ if term.owner else 'a leaf'}"
 
 
 def _linear_predictor(mu: Any, context: tuple[list, list], records: int,
