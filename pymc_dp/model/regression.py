@@ -188,8 +188,9 @@ def _describe(term: Any, records: int) -> str:
     offset = leaf_value(_strip(term)) is not None and _strip(term).type.ndim >= 1 if n_is_private() \
         else _columns(term, records) is not None  # N private: never ask whether an array is N long
     if offset:
-        return ("a per-record offset (data added without a coefficient: subtract it from the outcome before the "
-                "model, or give it a coefficient, b * x)")
+        return ("a per-record offset (data added without a coefficient: with an identity link subtract it from the "
+                "outcome before the model; otherwise, such as log(exposure) inside exp(...), give it a coefficient, "
+                "b * x, whose prior may hold it near 1)")
 
     from pytensor.compile.sharedvalue import SharedVariable
 
