@@ -355,7 +355,7 @@ def test_a_seeded_sampler_is_recorded_as_seeded_with_a_warning(method):
 def test_without_a_seed_the_sampler_is_recorded_as_such(method):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        warnings.filterwarnings("ignore", message=".*(converge|R-hat|effective|divergen|chains).*")
+        warnings.filterwarnings("ignore", message=".*(converge|R-hat|effective|divergen|chains|draw\\(s\\) per chain).*")
         idata = run(beta_bernoulli(), method)
     for entry in pmdp.ledger(idata).entries:
         assert entry.noise_source == "sampler" and SEEDED_SAMPLER not in entry.assumptions
