@@ -255,7 +255,15 @@ def _by_group(seed: int, regression: bool) -> pm.Model:
     return pmdp.privatize_model(model, 1.0, bounds=bounds, rng=seed).model
 
 
-@pytest.mark.parametrize("regression", [False, True], ids=["by-group", "pooled-regression"])
+_PYTENSOR_2 = int(pytensor.__version__.split(".")[0]) < 3
+
+
+@pytest.mark.parametrize("regression", [
+    False,
+    pytest.param(True, marks=pytest.mark.skipif(
+        _PYTENSOR_2, reason="PyTensor 2's AllocDiag (pt.diag of a vector, in the pooled covariance) is an OpFromGraph, "
+                            "equal only to itself: no two such graphs match, whatever their names")),
+], ids=["by-group", "pooled-regression"])
 def test_a_release_by_group_names_each_groups_numbers_apart_and_reuses_the_compilation(fake_nutpie, regression):
     """Every group's released numbers had one name (``released_statistics_y`` three times): a model with repeated
     names cannot be cached, so nutpie compiled every release of a hierarchy afresh (measured: 27 s a call for three
