@@ -123,8 +123,8 @@ SLOW = tuple(t.name for t in TARGETS if t.name not in FAST)
 #: ``pymc-dp audit`` and docs/concepts/auditing.md use, keep the tight bounds). A quarter of the runs doubles the
 #: bound's statistical shortfall (it goes as 1/√runs); each count below was checked on seeds 0, 1 and 2, and the
 #: twin's 99 % lower bound stayed at or above the value in the comment (claim: 1), while every correct target passed.
-#: Output and objective perturbation, the Barker steps and the Hellinger targets' twins are caught by narrower
-#: margins: they keep their defaults.
+#: Output and objective perturbation (a twin missed on one seed at a quarter of the runs), the Barker steps,
+#: Thresholdout and the Hellinger targets (twins caught by narrow margins) keep their defaults.
 POWERED_RUNS = {
     "private Newton round (GLM score and information, measurements route)": 10_000,  # twin ≥ 1.29
     "MWEM round (exponential selection + Laplace count)": 10_000,  # twin ≥ 1.22
