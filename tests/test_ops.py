@@ -428,3 +428,17 @@ def test_releasing_fewer_draws_than_asked_says_so_with_public_numbers_only():
         idata = pmdp.sample(200, tune=200, chains=2, model=model, epsilon=1.0, method="ops", loglik_clip=(-6, 0),
                             progressbar=False, random_seed=1)
     assert idata.posterior.sizes["draw"] == 1
+
+
+def test_a_release_limited_by_thinning_alone_does_not_warn():
+    """Where ε buys every draw the thinning allows (one in ten), fewer released draws than ``draws`` is the design,
+    not the budget: no warning."""
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        pm.Normal("y", pm.Normal("mu", 0, 1), 1, observed=rng.normal(size=200))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", message=".*(converge|R-hat|effective|divergen|chains|random_seed).*")
+        idata = pmdp.sample(50, tune=100, chains=1, model=model, epsilon=1000.0, method="ops", loglik_clip=(-6, 0),
+                            progressbar=False, random_seed=1)
+    assert idata.posterior.sizes["draw"] == 5  # 50 // 10: exact samples, as many as the thinning allows

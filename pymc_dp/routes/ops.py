@@ -299,7 +299,7 @@ def plan_ops_run(
             "turns the checks off); nothing was spent."
         )
     kwargs = {**pm_kwargs, "chains": chains, "compute_convergence_checks": False}
-    if chosen == "auto" and samples < draws:
+    if chosen == "auto" and samples < max(1, draws // MIN_THINNING):  # ε, not the thinning, limits the release
         _compat.warn_at_caller(
             f"method='ops' will release {samples} draw(s) per chain, not the {draws} asked for: each released draw "
             f"is an exact posterior sample costing 2Δ = {2 * report.total:.4g}, and ε = {total:.4g} over {chains} "
