@@ -626,6 +626,30 @@ def _private_newton(broken: bool, secure: bool):
     return run, 0, 1
 
 
+#: The neighbours of the private clip target: records' norms against candidates 1, 0.1 and 0.01 (a grid of three).
+#: Eight records lie above the middle candidate and two between it and the last; the neighbour moves one of the eight
+#: below every candidate.
+CLIP_AUDIT_NORMS = {0: np.r_[np.full(8, 0.5), np.full(2, 0.05)], 1: np.r_[np.full(7, 0.5), 0.0, np.full(2, 0.05)]}
+
+
+def _private_clip(broken: bool, secure: bool):
+    """The measurements route's private clip (:meth:`pymc_dp.mechanisms.private_clip.ClipSelection.choose`) on a grid
+    of three, ε′ = 1. The target is t = 2 ln(3 / 0.05) ≈ 8.19 records above: the middle candidate (8 above, then 7)
+    loses a unit of utility while the last (10, then 9) gains one and the first (0 above) stays, the case where the
+    normaliser moves against the gaining candidate. The broken twin's Gumbel noise is halved (:class:`_HalvedNoise`)."""
+    from ..mechanisms.noise import resolve_noise_source
+    from ..mechanisms.private_clip import ClipSelection
+
+    selection = ClipSelection(grid=3, floor=0.01, safety=1.0)
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        source = resolve_noise_source(_noise(secure, rng))
+        source = _HalvedNoise(source) if broken else source
+        return np.array([selection.choose(CLIP_AUDIT_NORMS[s], 1.0, 1.0, source) for _ in range(size)])
+
+    return run, 0, 1
+
+
 # ---------------------------------------------------------------------------- regularised logistic regression and PCA
 
 
@@ -1012,6 +1036,8 @@ TARGETS: tuple[AuditTarget, ...] = (
     AuditTarget("noisy gradient (logistic regression, [WM10] 4.1)", 1.0, 0.0, 100_000, _noisy_gradient),
     AuditTarget("private Newton round (GLM score and information, measurements route)", 1.0, 0.0, 40_000,
                 _private_newton),
+    AuditTarget("private clip (exponential mechanism on the records above each clip, measurements route)", 1.0, 0.0,
+                40_000, _private_clip, events="exact"),
     AuditTarget("output perturbation (logistic regression, CMS11 Alg. 1)", 1.0, 0.0, 20_000, _output_perturbation),
     AuditTarget("objective perturbation (logistic regression, CMS11 Alg. 2)", 1.0, 0.0, 20_000,
                 _objective_perturbation),

@@ -36,6 +36,7 @@ import numpy as np
 from ..accounting.curator import curator_report
 from ..accounting.event_types import LaplaceEvent
 from .noise import _require_ledger, resolve_noise_source
+from .private_clip import ClipSelection
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..accounting import LedgerEntry, PrivacyLedger
@@ -79,13 +80,29 @@ class NewtonSchedule:
     final_share: float = 0.6
     score_share: float = 0.5
     final_score_share: float = 0.75
+    #: How each release's clip is chosen privately (None: the ``clips`` callable's worst case, nothing spent), and
+    #: over how many records (public under replace-one: whether a choice is worth making depends on it).
+    clip_selection: ClipSelection | None = None
+    records: int = 0
 
-    def budgets(self, epsilon: float) -> list[tuple[float, float]]:
-        """(ε of the score, ε of the information) of each round, in order."""
+    def _shares(self, epsilon: float) -> list[tuple[float, float]]:
         final = epsilon if self.rounds == 1 else epsilon * self.final_share
         pilots = [epsilon * (1 - self.final_share) / (self.rounds - 1)] * (self.rounds - 1) if self.rounds > 1 else []
         return ([(float(e) * self.score_share, float(e) * (1 - self.score_share)) for e in pilots]
                 + [(final * self.final_score_share, final * (1 - self.final_score_share))])
+
+    def choices(self, epsilon: float) -> list[tuple[float, float]]:
+        """(ε of the score's clip choice, ε of the information's) of each round: 0 where the worst case is kept."""
+        selection = self.clip_selection
+
+        def cost(e: float) -> float:
+            return selection.share * e if selection is not None and selection.worthwhile(self.records, e) else 0.0
+
+        return [(cost(s), cost(i)) for s, i in self._shares(epsilon)]
+
+    def budgets(self, epsilon: float) -> list[tuple[float, float]]:
+        """(ε of the score's noise, ε of the information's) of each round, in order (what the clips' choices leave)."""
+        return [(s - cs, i - ci) for (s, i), (cs, ci) in zip(self._shares(epsilon), self.choices(epsilon))]
 
 
 @dataclass(frozen=True)
@@ -121,6 +138,11 @@ def _absolute(matrix: np.ndarray) -> np.ndarray:
     parameters the information may have negative curvature, and a step along it must still be a moderate ascent."""
     values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
     return (vectors * np.abs(values)) @ vectors.T
+
+
+#: The most numbers (scores and information entries over the records) a round keeps from computing the records'
+#: norms for its private clips to summing them (about 80 MB); beyond, the records' terms are computed again.
+KEPT_TERMS = 10_000_000
 
 
 #: How much of what the earlier rounds said the next point keeps (their precision is multiplied by it): early rounds
@@ -203,22 +225,38 @@ def newton_step(point: np.ndarray, state: PilotState, bound_step: Callable[[np.n
 
 
 def entries_for(epsilons: Sequence[tuple[float, float]], neighbouring: str, touched: str,
-                assumptions: Sequence[str], details: dict, noise_source: str = "none") -> list["LedgerEntry"]:
-    """The ledger entries of a run with these per-round budgets: each round's score and information."""
+                assumptions: Sequence[str], details: dict, noise_source: str = "none",
+                choices: Sequence[tuple[float, float]] | None = None,
+                selection: ClipSelection | None = None) -> list["LedgerEntry"]:
+    """The ledger entries of a run with these per-round budgets, in the order their noise is drawn: each round's
+    clip choices (where ``choices`` gives them a positive ε), then its score and information."""
     from ..accounting import LedgerEntry
 
     out = []
 
-    def add(eps: float, count: int, what: str) -> None:
-        out.append(LedgerEntry("laplace", eps, count=count, event=LaplaceEvent(noise_multiplier=1.0 / eps),
+    def add(eps: float, what: str) -> None:
+        out.append(LedgerEntry("laplace", eps, count=1, event=LaplaceEvent(noise_multiplier=1.0 / eps),
                                neighbouring=neighbouring, touched=f"{touched}: {what}", noise_source=noise_source,
                                assumptions=tuple(assumptions), details=dict(details)))
 
-    for t, (eps_score, eps_info) in enumerate(epsilons[:-1]):
-        add(eps_score, 1, f"score at pilot point {t + 1}")
-        add(eps_info, 1, f"information at pilot point {t + 1}")
-    add(epsilons[-1][0], 1, "score at the final point")
-    add(epsilons[-1][1], 1, "information at the final point")
+    def choose(eps: float, what: str) -> None:
+        chosen = {"algorithm": "private clip: exponential mechanism over a geometric grid, utility −|records above "
+                               "− target| (sensitivity 1)", "sensitivity": 1.0, "num_candidates": selection.grid,
+                  "target (records above)": float(selection.rank_error(eps)), "safety": selection.safety}
+        out.append(LedgerEntry("exponential", eps, count=1, event=None, neighbouring=neighbouring,
+                               touched=f"{touched}: {what}", noise_source=noise_source,
+                               assumptions=tuple(assumptions), details={**details, **chosen}))
+
+    choices = choices if choices is not None else [(0.0, 0.0)] * len(epsilons)
+    last = len(epsilons) - 1
+    for t, ((eps_score, eps_info), (choice_score, choice_info)) in enumerate(zip(epsilons, choices)):
+        where = "the final point" if t == last else f"pilot point {t + 1}"
+        if choice_score > 0:
+            choose(choice_score, f"score's clip at {where}")
+        if choice_info > 0:
+            choose(choice_info, f"information's clip at {where}")
+        add(eps_score, f"score at {where}")
+        add(eps_info, f"information at {where}")
     return out
 
 
@@ -262,37 +300,61 @@ def private_newton(
     ledger = _require_ledger(ledger)
     source = resolve_noise_source(rng)
     factor = 2.0 if ledger.neighbouring == "replace" else 1.0
-    budgets = schedule.budgets(float(epsilon))
+    budgets, choices = schedule.budgets(float(epsilon)), schedule.choices(float(epsilon))
     planned = entries_for(budgets, ledger.neighbouring, touched, assumptions,
-                          {**(details or {}), "rounds": len(budgets)}, noise_source=source.name)
+                          {**(details or {}), "rounds": len(budgets)}, noise_source=source.name, choices=choices,
+                          selection=schedule.clip_selection)
     d = int(np.size(start))
     kept = np.ones(d * (d + 1) // 2, dtype=bool) if support is None else vech(np.asarray(support, dtype=float)) != 0
     point = np.asarray(start, dtype=float).copy()
     rounds: list[NewtonRound] = []
     state = PilotState(np.asarray(prior_mean, dtype=float).copy(), np.diag(np.asarray(prior_precision, dtype=float)))
     cut = 0
-    drawn = 0  # how many of the planned entries' noise has been drawn: what a failure still costs
+    drawn = 0  # how many of the planned entries' noise has been drawn (in their order): what a failure still costs
 
     def commit(reservation: Any, upto: int) -> tuple:
         clips_used = [[float(r.score_clip), float(r.information_clip)] for r in rounds]
         return reservation.commit([replace(e, details={**e.details, "clips (score, information) by round": clips_used})
                                    for e in planned[:upto]])
 
+    def norms(point: np.ndarray) -> tuple[np.ndarray, np.ndarray, list | None]:
+        """The records' L1 norms at ``point``, and their terms when they fit in :data:`KEPT_TERMS` numbers (None:
+        the sums read them again)."""
+        score_norms, info_norms, terms, size = [], [], [], 0
+        for scores, infos in per_record(point):
+            scores, infos = np.asarray(scores, dtype=float), np.asarray(infos, dtype=float) * kept
+            score_norms.append(np.abs(scores).sum(axis=1))
+            info_norms.append(np.abs(infos).sum(axis=1))
+            size += scores.size + infos.size
+            terms = terms if terms is not None and size <= KEPT_TERMS else None
+            if terms is not None:
+                terms.append((scores, infos))
+        return np.concatenate(score_norms), np.concatenate(info_norms), terms
+
     with ledger.reserve(planned) as reservation:
         try:
-            for t, (eps_score, eps_info) in enumerate(budgets):
+            for t, ((eps_score, eps_info), (choice_score, choice_info)) in enumerate(zip(budgets, choices)):
                 c_score, c_info = clips(point)
+                terms = None
+                if choice_score > 0 or choice_info > 0:  # the worst cases lowered to the records' own tail, privately
+                    score_norms, info_norms, terms = norms(point)
+                    if choice_score > 0:
+                        drawn += 1
+                        c_score = schedule.clip_selection.choose(score_norms, c_score, choice_score, source)
+                    if choice_info > 0:
+                        drawn += 1
+                        c_info = schedule.clip_selection.choose(info_norms, c_info, choice_info, source)
                 score_sum, info_sum = np.zeros(d), np.zeros(d * (d + 1) // 2)
-                for scores, infos in per_record(point):
+                for scores, infos in terms if terms is not None else per_record(point):
                     scores, a = clip_rows_l1(np.asarray(scores, dtype=float), c_score)
                     infos, b = clip_rows_l1(np.asarray(infos, dtype=float) * kept, c_info)
                     cut += max(a, b)
                     score_sum += scores.sum(axis=0)
                     info_sum += infos.sum(axis=0)
                 b_score, b_info = factor * c_score / eps_score, factor * c_info / eps_info
-                drawn = 2 * t + 1
+                drawn += 1
                 score = source.add_laplace(score_sum, b_score)
-                drawn = 2 * t + 2
+                drawn += 1
                 released = np.zeros_like(info_sum)
                 released[kept] = source.add_laplace(info_sum[kept], b_info)
                 info = unvech(released, d)

@@ -22,8 +22,12 @@ stays; sampling reads only the release.
 What it needs: every covariate's range and the outcome's (``bounds={"y": {"x": (lo, hi), "y": (lo,
 hi)}}``; a Bernoulli's outcome needs none, a Binomial's with a constant ``n`` neither). Records are
 clipped into the box (counted for the curator only), and each record's score and information are
-clipped at the largest L1 norm any point of the box reaches at the round's point (computed from the
-bounds and the point alone, so public): clipping, not the box, is what makes the release private.
+clipped at L1 norms no larger than the largest any point of the box reaches at the round's point
+(computed from the bounds and the point alone, so public): clipping, not the box, is what makes the
+release private. That worst case is far above most records (on a Gamma regression with outcomes
+declared up to 20: 74–125 where the records' median norm was 2.3), so where the records are many
+each round spends a tenth of its ε on choosing a lower clip privately, a high quantile of the
+records' own norms (:mod:`pymc_dp.mechanisms.private_clip`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from ..accounting.curator import curator_report
 from ..accounting.validation import check_epsilon
 from ..families import ClippedRecordsWarning
 from ..mechanisms.logistic_regression import REPLACE_ONLY
+from ..mechanisms.private_clip import ClipSelection
 from ..mechanisms.private_newton import NewtonRound, NewtonRun, NewtonSchedule, entries_for, private_newton
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
 
@@ -48,8 +53,9 @@ __all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ON
 #: What the ledger's details say of the likelihood the release is read with (an approximation of the inference,
 #: not a condition of the privacy guarantee).
 #: what the ledger states the measurements' guarantee and their reading rest on (short; details hold the rest)
-CLIPPED_TO_BOUNDS = ("each record's score and information clipped at L1 norms computed from the declared bounds at "
-                     "the round's public point (records outside the bounds clipped into them)")
+CLIPPED_TO_BOUNDS = ("each record's score and information clipped at L1 norms no larger than the declared bounds' "
+                     "worst case at the round's public point, lowered to a privately chosen high quantile of the "
+                     "records' norms where N allows (records outside the bounds clipped into them)")
 ONE_STEP_ASSUMPTION = ("the posterior reads the last round through a one-step (quadratic) likelihood: accurate when "
                        "that point is within a few posterior s.d. of the parameters (not a privacy assumption)")
 ONE_STEP_LIKELIHOOD = (
@@ -145,7 +151,8 @@ class ScorePrivatization:
     def entries(self) -> list[LedgerEntry]:
         """What :meth:`release` charges: pilot scores and information, then the final ones."""
         return entries_for(self.schedule.budgets(self.epsilon), self.neighbouring, f"{self.name}: GLM",
-                           self._assumptions(), self._details())
+                           self._assumptions(), self._details(), choices=self.schedule.choices(self.epsilon),
+                           selection=self.schedule.clip_selection)
 
     def support(self) -> np.ndarray | None:
         """The information's entries some record can make non-zero (None: all): two groups of one ``a[idx]`` never
@@ -679,7 +686,8 @@ def plan_score_privatization(
         model=model, name=rv.name, structure=structure, derivatives=derivatives, outcomes=clipped_y,
         designs=tuple(designs), outcome_range=(lo_y, hi_y), lower=tuple(lows), upper=tuple(highs),
         labels=tuple(structure.labels(transform_of)), prior_mean=mean, prior_scale=scale, epsilon=eps,
-        schedule=NewtonSchedule(rounds=default_rounds(structure) if rounds is None else int(rounds)),
+        schedule=NewtonSchedule(rounds=default_rounds(structure) if rounds is None else int(rounds),
+                                clip_selection=ClipSelection(), records=len(clipped_y)),
         public=public_names, neighbouring=neighbouring,
     )
     plan.rehearse()
