@@ -222,7 +222,7 @@ def _coverage(family: str, n: int, releases: int, bounds: dict) -> np.ndarray:
         inverse = np.linalg.inv(slope)
         cov = likelihood.cov + likelihood.information_noise * (delta @ delta) * np.eye(len(delta))
         sd = np.sqrt(np.diag(inverse @ cov @ inverse.T))
-        hits.append(np.abs(run.final.point + delta - TRUTH)[:3] < norm.ppf(0.95) * sd[:3])
+        hits.append(np.abs((run.final.point + delta)[:3] - TRUTH) < norm.ppf(0.95) * sd[:3])
     return np.mean(hits, axis=0)
 
 
