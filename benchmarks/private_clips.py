@@ -61,7 +61,7 @@ def release(family: str, n: int, seed: int, epsilon: float, clips: str) -> dict:
                              schedule=schedule, ledger=PrivacyLedger(), rng=seed)
     likelihood = one_step(run.final, run.rounds[-2])
     delta = likelihood.estimate()
-    inverse = np.linalg.inv(likelihood.slope(delta))
+    inverse = np.linalg.pinv(likelihood.slope(delta))  # a release whose information is mostly noise: singular
     cov = likelihood.cov + likelihood.information_noise * (delta @ delta) * np.eye(len(delta))
     sd, estimate = np.sqrt(np.diag(inverse @ cov @ inverse.T)), run.final.point + delta
 

@@ -115,3 +115,11 @@ def test_terms_kept_from_the_norms_pass_give_the_release_computed_afresh(monkeyp
     for a, b in zip(kept.rounds, afresh.rounds):
         np.testing.assert_array_equal(a.score, b.score)
         np.testing.assert_array_equal(a.information, b.information)
+
+
+def test_private_clips_are_refused_under_add_remove_where_the_number_of_records_is_private():
+    """Whether a choice is made depends on N: under add/remove that would release N's side of a threshold for free."""
+    ledger = PrivacyLedger(neighbouring="add_remove")
+    with pytest.raises(ValueError, match="replace-one ledger"):
+        _run(NewtonSchedule(rounds=1, clip_selection=ClipSelection(), records=20_000), ledger)
+    assert len(ledger) == 0 and not ledger.reserved

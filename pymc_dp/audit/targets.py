@@ -627,16 +627,17 @@ def _private_newton(broken: bool, secure: bool):
 
 
 #: The neighbours of the private clip target: records' norms against candidates 1, 0.1 and 0.01 (a grid of three).
-#: Eight records lie above the middle candidate and two between it and the last; the neighbour moves one of the eight
-#: below every candidate.
-CLIP_AUDIT_NORMS = {0: np.r_[np.full(8, 0.5), np.full(2, 0.05)], 1: np.r_[np.full(7, 0.5), 0.0, np.full(2, 0.05)]}
+#: Eight records lie above the middle candidate and five between it and the last; the neighbour moves one of the
+#: eight below every candidate.
+CLIP_AUDIT_NORMS = {0: np.r_[np.full(8, 0.5), np.full(5, 0.05)], 1: np.r_[np.full(7, 0.5), 0.0, np.full(5, 0.05)]}
 
 
 def _private_clip(broken: bool, secure: bool):
     """The measurements route's private clip (:meth:`pymc_dp.mechanisms.private_clip.ClipSelection.choose`) on a grid
     of three, ε′ = 1. The target is t = 2 ln(3 / 0.05) ≈ 8.19 records above: the middle candidate (8 above, then 7)
-    loses a unit of utility while the last (10, then 9) gains one and the first (0 above) stays, the case where the
-    normaliser moves against the gaining candidate. The broken twin's Gumbel noise is halved (:class:`_HalvedNoise`)."""
+    loses a unit of utility while the last (13, then 12) gains one and the first (0 above, far from t) stays, the
+    case where the normaliser moves against the gaining candidate: the pair's loss is 0.85 of ε′. The broken twin's
+    Gumbel noise is halved (:class:`_HalvedNoise`)."""
     from ..mechanisms.noise import resolve_noise_source
     from ..mechanisms.private_clip import ClipSelection
 

@@ -13,12 +13,14 @@ chooses a clip from the data instead, privately, for part of the release's own �
 3. the clip used is ``min(box, safety × chosen)``.
 
 The target ``m`` is the mechanism's own rank error at confidence ``1 − β``,
-``t = 2 ln(grid / β) / ε′``: the chosen candidate has at most ``m + t = 2t`` records above it with
-probability at least ``1 − β``, and the ``safety`` factor leaves fewer still to be clipped (their
-clipping biases the release, which its likelihood does not model). Where ``2t`` is more than
-``max_fraction`` of the records (small N·ε), a private quantile could land anywhere in the bulk:
-the round keeps the box's clip and spends nothing on choosing (a decision from public numbers: N,
-under replace-one, and ε).
+``t = 2 ln(grid / β) / ε′``: where some candidate has about t records above it (norms spread over
+a range), the chosen candidate has at most ``m + t = 2t`` records above it with probability at
+least ``1 − β``, and the ``safety`` factor leaves fewer still to be clipped (their clipping biases
+the release, which its likelihood does not model). Norms that tie in large groups can leave no
+candidate near t; the one nearest in count wins, and may cut a whole tied group. Where ``2t`` is
+more than ``max_fraction`` of the records (small N·ε), a private quantile could land anywhere in
+the bulk: the round keeps the box's clip and spends nothing on choosing (a decision from public
+numbers: N, under replace-one only, and ε).
 
 Every value here but the records' norms is public; the choice is an ε′-DP release of its own,
 charged to the ledger by the caller (:func:`pymc_dp.mechanisms.private_newton.private_newton`).
@@ -50,7 +52,8 @@ class ClipSelection:
     floor
         The smallest candidate as a fraction of the worst case.
     confidence
-        β: the chosen clip has at most twice the target's records above it with probability ``1 − β``.
+        β: the chosen clip has at most twice the target's records above it with probability ``1 − β`` (where a
+        candidate near the target exists).
     safety
         The chosen candidate is multiplied by this before use (never above the worst case).
     max_fraction

@@ -16,14 +16,19 @@ score and information give the one-step likelihood a noise-aware posterior condi
 deviations of the truth, ``g ≈ I (φ − φ_t) + N(0, I)`` plus the noise, whatever the
 likelihood (the classical one-step estimator).
 
-Clipping each record's terms is what makes the release private, whatever the clips are: the
-clips only decide how much noise is added and how many records are cut (counted for the
-curator only). They are computed from public quantities at each point (see
-:func:`pymc_dp.model.score_measurements`).
+Clipping each record's terms is what makes the release private, whatever clips are used, as long
+as the clips themselves are public or released privately: the clips decide how much noise is added
+and how many records are cut (counted for the curator only). ``clips(point)`` gives a public worst
+case at each point (from declared bounds, :mod:`pymc_dp.model.score_measurements`); with a
+``schedule.clip_selection`` each round first lowers it to a high quantile of the records' own
+norms, chosen by the exponential mechanism on part of the round's ε
+(:mod:`pymc_dp.mechanisms.private_clip`; replace-one only, since whether the choice is made
+depends on N).
 
-The whole run is reserved on the ledger before the first draw (an entry per round for the
-score and one for the information); if a round fails after noise was drawn, the entries drawn
-so far are recorded before the error propagates (what was released is spent).
+The whole run is reserved on the ledger before the first draw (per round: an entry for each clip
+chosen, then one for the score and one for the information); if a round fails after noise was
+drawn, the entries drawn so far are recorded before the error propagates (what was released is
+spent).
 """
 
 from __future__ import annotations
@@ -286,7 +291,8 @@ def private_newton(
         ``point``: (n, d) per-record gradients and (n, d(d+1)/2) upper triangles of the per-record
         negative Hessians. Chunks let large data sets pass in pieces.
     clips
-        ``clips(point)``: the L1 clips (C_g, C_H) at ``point``, computed from public quantities.
+        ``clips(point)``: the L1 clips (C_g, C_H) at ``point``, computed from public quantities: the worst case that
+        ``schedule.clip_selection`` (if any) lowers privately.
     start, prior_mean, prior_precision, bound_step
         The first point, the Gaussian summary of the prior, and the trust region that shortens a
         pilot step (all public).
@@ -298,6 +304,11 @@ def private_newton(
         cannot raise its L1 norm); the others are exactly zero and noiseless.
     """
     ledger = _require_ledger(ledger)
+    if schedule.clip_selection is not None and ledger.neighbouring != "replace":
+        raise ValueError(
+            "private clips (schedule.clip_selection) decide from the number of records whether a choice is worth "
+            f"making, and the ledger's neighbouring is {ledger.neighbouring!r}, under which that number is private: "
+            "use a replace-one ledger, or a schedule without clip_selection (the clips given). Nothing was spent.")
     source = resolve_noise_source(rng)
     factor = 2.0 if ledger.neighbouring == "replace" else 1.0
     budgets, choices = schedule.budgets(float(epsilon)), schedule.choices(float(epsilon))
@@ -321,10 +332,11 @@ def private_newton(
         """The records' L1 norms at ``point``, and their terms when they fit in :data:`KEPT_TERMS` numbers (None:
         the sums read them again)."""
         score_norms, info_norms, terms, size = [], [], [], 0
-        for scores, infos in per_record(point):
-            scores, infos = np.asarray(scores, dtype=float), np.asarray(infos, dtype=float) * kept
-            score_norms.append(np.abs(scores).sum(axis=1))
-            info_norms.append(np.abs(infos).sum(axis=1))
+        for scores, infos in per_record(point):  # copies: a caller may hand every chunk in one reused buffer
+            scores, infos = np.array(scores, dtype=float), np.asarray(infos, dtype=float) * kept
+            with np.errstate(all="ignore"):  # a record's inf or NaN must not raise or warn (its norm counts as 0)
+                score_norms.append(np.abs(scores).sum(axis=1))
+                info_norms.append(np.abs(infos).sum(axis=1))
             size += scores.size + infos.size
             terms = terms if terms is not None and size <= KEPT_TERMS else None
             if terms is not None:
