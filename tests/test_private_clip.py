@@ -56,8 +56,8 @@ def test_bad_settings_are_refused_by_name(argument, value):
 
 def _run(schedule: NewtonSchedule, ledger: PrivacyLedger, norms_scale: float = 1.0):
     rng = np.random.default_rng(3)
-    scores = rng.normal(0.0, norms_scale, (20_000, 2))
-    infos = np.abs(rng.normal(0.0, norms_scale, (20_000, 3)))
+    scores = rng.normal(0.0, norms_scale, (200_000, 2))
+    infos = np.abs(rng.normal(0.0, norms_scale, (200_000, 3)))
     return private_newton(lambda point: [(scores, infos)], lambda point: (100.0, 100.0), start=np.zeros(2),
                           prior_mean=np.zeros(2), prior_precision=np.ones(2), bound_step=lambda step: step,
                           epsilon=1.0, schedule=schedule, ledger=ledger, rng=4)
@@ -65,15 +65,19 @@ def _run(schedule: NewtonSchedule, ledger: PrivacyLedger, norms_scale: float = 1
 
 def test_a_run_with_private_clips_charges_each_choice_and_spends_exactly_its_epsilon():
     """Each round's choices are ledger entries of their own (exponential mechanism, before the round's releases), the
-    whole run composes to the ε asked, and the clips used sit far below the worst case of 100 given to it."""
-    schedule = NewtonSchedule(rounds=3, clip_selection=ClipSelection(), records=20_000)
+    whole run composes to the ε asked, and the clips used sit far below the worst case of 100 given to it (the
+    records' norms: sums of two or three |N(0, 1)|)."""
+    schedule = NewtonSchedule(rounds=3, clip_selection=ClipSelection(), records=200_000)
     ledger = PrivacyLedger()
     run = _run(schedule, ledger)
     mechanisms = [e.mechanism for e in ledger.entries]
     assert mechanisms.count("exponential") == sum((s > 0) + (i > 0) for s, i in schedule.choices(1.0)) > 0
     assert ledger.total().epsilon == pytest.approx(1.0)
+    # each choice keeps a clip near the worst case with probability up to β = 5 % (the harmless direction: more
+    # noise, no cut records), so of the six here at least five are far below it
+    clips = [c for r in run.rounds for c in (r.score_clip, r.information_clip)]
+    assert sum(c < 20 for c in clips) >= 5, clips
     final = run.final
-    assert final.score_clip < 20 and final.information_clip < 20
     assert final.score_scale == pytest.approx(2 * final.score_clip / schedule.budgets(1.0)[-1][0])
 
 
@@ -95,10 +99,10 @@ def test_a_failure_after_a_choice_still_records_what_was_drawn():
 
     ledger = PrivacyLedger()
     with pytest.raises(RuntimeError):
-        private_newton(lambda point: [(np.ones((20_000, 2)), np.ones((20_000, 3)))], lambda point: (100.0, 100.0),
+        private_newton(lambda point: [(np.ones((200_000, 2)), np.ones((200_000, 3)))], lambda point: (100.0, 100.0),
                        start=np.zeros(2), prior_mean=np.zeros(2), prior_precision=np.ones(2),
                        bound_step=lambda step: step, epsilon=1.0,
-                       schedule=NewtonSchedule(rounds=1, clip_selection=ClipSelection(), records=20_000),
+                       schedule=NewtonSchedule(rounds=1, clip_selection=ClipSelection(), records=200_000),
                        ledger=ledger, rng=Failing(0))
     assert [e.mechanism for e in ledger.entries] == ["exponential", "exponential", "laplace"]
     assert not ledger.reserved
@@ -108,7 +112,7 @@ def test_terms_kept_from_the_norms_pass_give_the_release_computed_afresh(monkeyp
     """Reusing the records' terms from the clip's pass (when they fit in memory) changes nothing released."""
     import pymc_dp.mechanisms.private_newton as PN
 
-    schedule = NewtonSchedule(rounds=2, clip_selection=ClipSelection(), records=20_000)
+    schedule = NewtonSchedule(rounds=2, clip_selection=ClipSelection(), records=200_000)
     kept = _run(schedule, PrivacyLedger())
     monkeypatch.setattr(PN, "KEPT_TERMS", 0)
     afresh = _run(schedule, PrivacyLedger())
@@ -121,5 +125,15 @@ def test_private_clips_are_refused_under_add_remove_where_the_number_of_records_
     """Whether a choice is made depends on N: under add/remove that would release N's side of a threshold for free."""
     ledger = PrivacyLedger(neighbouring="add_remove")
     with pytest.raises(ValueError, match="replace-one ledger"):
-        _run(NewtonSchedule(rounds=1, clip_selection=ClipSelection(), records=20_000), ledger)
+        _run(NewtonSchedule(rounds=1, clip_selection=ClipSelection(), records=200_000), ledger)
     assert len(ledger) == 0 and not ledger.reserved
+
+
+def test_clips_are_chosen_in_every_round_or_in_none():
+    """A choice in the last round alone, after pilots at the worst case, made Gamma regressions worse (measured in
+    NewtonSchedule.choices): at N·ε = 10⁴ no round chooses, at 10⁵ every release does."""
+    selection = ClipSelection()
+    assert all(c == (0.0, 0.0) for c in NewtonSchedule(rounds=6, clip_selection=selection,
+                                                       records=10_000).choices(1.0))
+    chosen = NewtonSchedule(rounds=6, clip_selection=selection, records=100_000).choices(1.0)
+    assert all(s > 0 and i > 0 for s, i in chosen)
