@@ -58,6 +58,12 @@ class ClipSelection:
         The chosen candidate is multiplied by this before use (never above the worst case).
     max_fraction
         Choose only when twice the target is at most this fraction of the records; otherwise keep the worst case.
+        The pilots' information, with the smallest share of ε, is what this gates in practice (the last round's
+        targets are several times smaller), and a pilot only steers the next point: clipping a large share of its
+        records biases it, which later rounds correct. Measured with every round's choice made at 0.8 against none
+        (20 releases each, ε = 1 unless said): Gamma regressions at N = 10⁴ 1.8–3.6× the sampling s.d. wide
+        (against 31–47×), at N = 2·10⁴ 1.4–2.1× (52–78×), at N = 10³ and ε = 10 1.1–1.5× (9–14×); a Poisson
+        regression at N = 10⁴ 1.3–1.7× (3.6–5.1×); 90 % coverage 0.85–1.0 throughout.
     """
 
     share: float = 0.1
@@ -65,7 +71,7 @@ class ClipSelection:
     floor: float = 1e-3
     confidence: float = 0.05
     safety: float = 2.0
-    max_fraction: float = 0.1
+    max_fraction: float = 0.8
 
     def __post_init__(self) -> None:
         if not 0.0 < self.share < 1.0:
