@@ -33,6 +33,7 @@ spent).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
@@ -188,6 +189,14 @@ STALE_QUANTILE = 0.999
 STALE_FLOOR = FORGETTING / 16
 
 
+@functools.lru_cache(maxsize=64)
+def _stale_limit(dimension: int) -> float:
+    """The :data:`STALE_QUANTILE` quantile of χ² with ``dimension`` degrees of freedom."""
+    from scipy.stats import chi2
+
+    return float(chi2.ppf(STALE_QUANTILE, dimension))
+
+
 def stale_discount(mean: np.ndarray, precision: np.ndarray, point: np.ndarray, information: np.ndarray,
                    score: np.ndarray, noise: np.ndarray) -> float:
     """The factor the older rounds' precision keeps: :data:`FORGETTING`, halved down to :data:`STALE_FLOOR` while
@@ -204,9 +213,7 @@ def stale_discount(mean: np.ndarray, precision: np.ndarray, point: np.ndarray, i
     holds the score's noise). A distance that is not finite (a degenerate release) leaves the older rounds their
     :data:`FORGETTING` share. The information's own noise is not counted, so at small N·ε a round may look stale
     when it is only noisy: the floor bounds what that costs. Post-processing of released numbers only."""
-    from scipy.stats import chi2
-
-    limit = chi2.ppf(STALE_QUANTILE, len(mean))
+    limit = _stale_limit(len(mean))
     innovation = score + information @ (point - mean)
     older = np.linalg.pinv(precision)
     factor = FORGETTING
@@ -374,8 +381,9 @@ def private_newton(
                 info = unvech(released, d)
                 rounds.append(NewtonRound(point.copy(), score, info, b_score, b_info, c_score, c_info,
                                           None if support is None else np.asarray(support, dtype=bool)))
-                state.update(point, score, info, b_score)
-                point = newton_step(point, state, bound_step)
+                if t < len(budgets) - 1:  # the next point (after the last release nothing moves)
+                    state.update(point, score, info, b_score)
+                    point = newton_step(point, state, bound_step)
         except BaseException:
             if drawn:  # noise was drawn: those releases are spent whatever fails after them
                 commit(reservation, drawn)
