@@ -75,7 +75,9 @@ def release(family: str, n: int, seed: int, epsilon: float, clips: str) -> dict:
         mle = mle + np.linalg.solve(information, score)
     sampling = np.sqrt(np.diag(np.linalg.inv(sums(truth)[1])))
     raw = np.concatenate([s for s, _ in plan.derivatives.chunks(run.final.point, plan.outcomes, plan.designs)])
-    cut_scores, cut = clip_rows_l1(raw, run.final.score_clip)
+    weights = 1.0 if run.final.score_weights is None else run.final.score_weights  # the clip's norm: Σ|g_j|/w_j
+    cut_scores, cut = clip_rows_l1(raw / weights, run.final.score_clip)
+    cut_scores = cut_scores * weights
     fisher = np.sqrt(np.diag(sums(truth)[1]))
     z90 = norm.ppf(0.95)
     return {"covered": np.abs(estimate - truth) < z90 * sd, "mle covered": np.abs(mle - truth) < z90 * sampling,

@@ -127,6 +127,7 @@ SLOW = tuple(t.name for t in TARGETS if t.name not in FAST)
 #: Thresholdout and the Hellinger targets (twins caught by narrow margins) keep their defaults.
 POWERED_RUNS = {
     "private Newton round (GLM score and information, measurements route)": 10_000,  # twin ≥ 1.29
+    "private Newton round, weighted score clip (measurements route after its first round)": 10_000,  # twin ≥ 1.25
     "MWEM round (exponential selection + Laplace count)": 10_000,  # twin ≥ 1.22
     "noisy gradient (logistic regression, [WM10] 4.1)": 25_000,  # twin ≥ 1.81
     "LSHist": 10_000,  # twin ≥ 1.83

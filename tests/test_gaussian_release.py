@@ -250,6 +250,19 @@ def test_a_bad_delta_is_refused_by_name_before_any_route_is_tried():
             pmdp.sample(10, epsilon=1.0, delta=1e-6, method="ops", loglik_clip=(-5.0, 0.0))
 
 
+@pytest.mark.parametrize("epsilon, message", [(0, r"^epsilon must be > 0"), (-1.0, r"^epsilon must be > 0"),
+                                               (float("nan"), r"^epsilon must be finite")])
+def test_a_bad_epsilon_is_refused_once_by_name_before_any_route_is_tried(epsilon, message):
+    """Not once per route under method="auto" (five routes' reasons, two of them about clips)."""
+    import pymc as pm
+
+    with pm.Model():
+        pm.Normal("y", pm.Normal("mu", 0.0, 1.0), 1.0, observed=np.zeros(20))
+        with pytest.raises(ValueError, match=message + r".*Nothing was spent\.$") as raised:
+            pmdp.sample(10, epsilon=epsilon, bounds={"y": {"x": (-1.0, 1.0)}})
+    assert "route" not in str(raised.value)
+
+
 def test_a_misnamed_bound_is_named_and_the_example_is_nested_under_the_variable():
     import pymc as pm
 

@@ -354,8 +354,9 @@ def test_varying_intercepts_are_read_as_a_one_hot_block_that_needs_no_bounds():
     assert structure.labels(model.rvs_to_transforms.get)[:GROUPS + 1] == [f"a[{g}]" for g in range(GROUPS)] + ["b[0]"]
     np.testing.assert_array_equal(predictor.design[:6, :GROUPS].argmax(1)[:4], [0, 4, 4, 2])
     assert predictor.design[4, :GROUPS].sum() == 0  # no group: the plan replaces it by the default record
-    with pytest.warns(ClippedRecordsWarning, match="20 record"):
+    with pytest.warns(ClippedRecordsWarning, match="20 record.*group index naming no group.*0-based") as seen:
         plan = plan_score_privatization(model, 1.0, bounds={"y": {"x": (-1, 1), "y": (0, 20)}})
+    assert not any("outside the declared bounds" in str(w.message) for w in seen)  # said apart from the bounds
     assert np.all(plan.designs[0][:, :GROUPS].sum(1) == 1)  # every record in exactly one group
 
 

@@ -77,8 +77,11 @@ def test_a_run_with_private_clips_charges_each_choice_and_spends_exactly_its_eps
     # noise, no cut records), so of the six here at least five are far below it
     clips = [c for r in run.rounds for c in (r.score_clip, r.information_clip)]
     assert sum(c < 20 for c in clips) >= 5, clips
-    final = run.final
-    assert final.score_scale == pytest.approx(2 * final.score_clip / schedule.budgets(1.0)[-1][0])
+    final = run.final  # after the first round the score is clipped in its weighted norm, each weight ≥ 1
+    assert run.rounds[0].score_weights is None and final.score_weights.min() == pytest.approx(1.0)
+    np.testing.assert_allclose(final.score_scale, 2 * final.score_clip / schedule.budgets(1.0)[-1][0]
+                               * final.score_weights)
+    assert "score weights by round (clip on Σ|g_j|/w_j, noise w_j-fold)" in ledger.entries[-1].details
 
 
 def test_without_a_selection_the_worst_case_is_used_and_nothing_is_spent_on_choosing():

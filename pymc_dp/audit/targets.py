@@ -626,6 +626,47 @@ def _private_newton(broken: bool, secure: bool):
     return run, 0, 1
 
 
+#: The public score weights of the weighted private Newton target (the slope's coordinate, then the intercept's).
+NEWTON_AUDIT_WEIGHTS = np.array([1.0, 3.0])
+
+
+def _private_newton_weighted(broken: bool, secure: bool):
+    """The same round as :func:`_private_newton` with the score clipped in its weighted L1 norm Σ_j |g_j| / w_j,
+    w = (1, 3) (what the measurements route does after its first round where the clips are chosen:
+    :func:`pymc_dp.mechanisms.private_newton.score_weights`), noise w_j-fold per coordinate. The clip is the plan's
+    own weighted worst case over the box, ½ + ½/3 = ⅔; the pair's scores (½, ½) and (−½, −½) are 1 + ⅓ = 2·⅔ apart
+    in that norm: the pair attains the score's share of ε. The statistic Σ_j clip(z_j − common_j, −½, ½) / w_j is
+    the release's log-likelihood ratio up to a constant. Broken twin: ε = 2 spent, 1 claimed."""
+    from ..mechanisms.private_newton import NewtonSchedule, private_newton
+    from ..model.score_measurements import plan_score_privatization
+
+    epsilon = 2.0 if broken else 1.0
+    terms = {}
+    for s in (0, 1):
+        plan = plan_score_privatization(_newton_audit_model(NEWTON_AUDIT_RECORDS[s]), 1.0,
+                                        bounds={"y": {"x": (-1, 1)}}, rounds=1)
+        point = np.zeros(plan.structure.dimension)
+        scores, information = plan.derivatives(point, plan.outcomes, list(plan.designs))
+        terms[s] = scores, information, plan.clips(point, NEWTON_AUDIT_WEIGHTS)
+    common = terms[0][0][0]
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        scores, information, clips = terms[s]
+        noise = _noise(secure, rng)
+        out = np.empty(size)
+        for i in range(size):
+            release = private_newton(
+                lambda point: [(scores, information)], lambda point: clips, start=np.zeros(2), prior_mean=np.zeros(2),
+                prior_precision=np.ones(2), bound_step=lambda step: step, epsilon=epsilon,
+                schedule=NewtonSchedule(rounds=1), ledger=PrivacyLedger(), rng=noise,
+                first_weights=NEWTON_AUDIT_WEIGHTS,
+            ).final
+            out[i] = (np.clip(release.score - common, -0.5, 0.5) / NEWTON_AUDIT_WEIGHTS).sum()
+        return out
+
+    return run, 0, 1
+
+
 #: The neighbours of the private clip target: records' norms against candidates 1, 0.1 and 0.01 (a grid of three).
 #: Eight records lie above the middle candidate and five between it and the last; the neighbour moves one of the
 #: eight below every candidate.
@@ -1037,6 +1078,8 @@ TARGETS: tuple[AuditTarget, ...] = (
     AuditTarget("noisy gradient (logistic regression, [WM10] 4.1)", 1.0, 0.0, 100_000, _noisy_gradient),
     AuditTarget("private Newton round (GLM score and information, measurements route)", 1.0, 0.0, 40_000,
                 _private_newton),
+    AuditTarget("private Newton round, weighted score clip (measurements route after its first round)", 1.0, 0.0,
+                40_000, _private_newton_weighted),
     AuditTarget("private clip (exponential mechanism on the records above each clip, measurements route)", 1.0, 0.0,
                 40_000, _private_clip, events="exact"),
     AuditTarget("output perturbation (logistic regression, CMS11 Alg. 1)", 1.0, 0.0, 20_000, _output_perturbation),

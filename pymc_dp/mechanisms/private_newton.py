@@ -120,13 +120,18 @@ class NewtonRound:
     point: np.ndarray
     score: np.ndarray
     information: np.ndarray
-    score_scale: float
+    #: the score's Laplace scale: one number, or one per coordinate where the round weighted its clip
+    #: (:func:`score_weights`)
+    score_scale: float | np.ndarray
     information_scale: float
     score_clip: float
     information_clip: float
     #: the entries of the information that can be non-zero for some record (d × d, symmetric; None: all). The
     #: others are zero for every record (a record is in one group of an ``a[idx]``), not released and carry no noise.
     support: np.ndarray | None = None
+    #: the score's weights (:func:`score_weights`; the clip is then on Σ_j |g_j| / w_j, the noise w_j-fold), or
+    #: None where the round clipped the plain L1 norm
+    score_weights: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -166,14 +171,15 @@ class PilotState:
     mean: np.ndarray
     precision: np.ndarray
 
-    def update(self, point: np.ndarray, score: np.ndarray, information: np.ndarray, score_scale: float) -> None:
+    def update(self, point: np.ndarray, score: np.ndarray, information: np.ndarray,
+               score_scale: float | np.ndarray) -> None:
         """Condition on one round's release, read as g ~ N(I (φ − φ_t), I + 2 b² 𝟙) (I with its eigenvalues made
         positive, b the score's Laplace scale): an extended Kalman step, the older rounds' precision discounted by
         :data:`FORGETTING`, and further while they disagree with this round beyond its noise
         (:func:`stale_discount`)."""
         d = len(score)
         info = _absolute(information)
-        noise = info + 2.0 * score_scale**2 * np.eye(d)
+        noise = info + np.diag(2.0 * np.broadcast_to(np.square(score_scale), (d,)))
         gain = info @ np.linalg.solve(noise, np.eye(d))  # Iᵀ C⁻¹
         kept = stale_discount(self.mean, self.precision, point, info, score, noise)
         self.precision = kept * self.precision + gain @ info
@@ -232,6 +238,41 @@ def stale_discount(mean: np.ndarray, precision: np.ndarray, point: np.ndarray, i
     return factor
 
 
+#: The most one coordinate's score weight may exceed the smallest (:func:`score_weights`).
+MAX_WEIGHT_RATIO = 30.0
+
+
+def score_weights(information: np.ndarray, information_scale: float) -> np.ndarray:
+    """The next round's score weights from a released information (post-processing): w_j ∝ √I_jj, the smallest 1.
+
+    A record's score is clipped in the weighted L1 norm Σ_j |g_j| / w_j and coordinate j gets Laplace noise of
+    scale 2 C w_j / ε: still ε-DP (a record moves the released vector by at most 2C in that norm under
+    replace-one), and since every w_j ≥ 1 the weighted norm is at most the plain L1 norm, so the public worst case
+    still bounds it. Each coordinate's noise then follows its own sampling s.d.: with groups (``a[idx] + b * x``) a
+    group's coefficient rests on its own records and the shared slope on all of them, and one scale for both gave
+    the groups the slope's noise. A diagonal entry's noise (s.d. √2 b_H) is its floor, the ratio is capped at
+    :data:`MAX_WEIGHT_RATIO`."""
+    diagonal = np.diag(np.asarray(information, dtype=float))
+    floor = np.sqrt(2.0) * float(information_scale)
+    with np.errstate(all="ignore"):
+        raw = np.sqrt(np.maximum(np.where(np.isfinite(diagonal), diagonal, floor), max(floor, 1e-300)))
+    weights = raw / raw.min()
+    return np.minimum(weights, MAX_WEIGHT_RATIO) if np.all(np.isfinite(weights)) else np.ones_like(raw)
+
+
+def _add_laplace(source: Any, values: np.ndarray, scales: float | np.ndarray) -> np.ndarray:
+    """``values`` with Laplace noise of ``scales`` (one, or one per coordinate: each distinct scale drawn by the
+    source at that scale, never unit noise multiplied afterwards, so OpenDP's floating-point-safe sampling holds)."""
+    if np.ndim(scales) == 0:
+        return source.add_laplace(values, float(scales))
+    out = np.array(values, dtype=float)
+    scales = np.asarray(scales, dtype=float)
+    for scale in np.unique(scales):
+        at = scales == scale
+        out[at] = source.add_laplace(out[at], float(scale))
+    return out
+
+
 def newton_step(point: np.ndarray, state: PilotState, bound_step: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """The next point: the pilot state's mean, the move from ``point`` shortened by ``bound_step`` (a trust region;
     all post-processing of released numbers)."""
@@ -274,9 +315,21 @@ def entries_for(epsilons: Sequence[tuple[float, float]], neighbouring: str, touc
     return out
 
 
+def _takes_weights(clips: Callable) -> bool:
+    """Whether ``clips`` accepts score weights after the point (``clips(point, weights)``)."""
+    import inspect
+
+    try:
+        parameters = list(inspect.signature(clips).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in parameters)
+
+
 def private_newton(
     per_record: Callable[[np.ndarray], Iterable[tuple[np.ndarray, np.ndarray]]],
-    clips: Callable[[np.ndarray], tuple[float, float]],
+    clips: Callable[..., tuple[float, float]],
     *,
     start: np.ndarray,
     prior_mean: np.ndarray,
@@ -290,6 +343,7 @@ def private_newton(
     assumptions: Sequence[str] = (),
     details: dict | None = None,
     support: np.ndarray | None = None,
+    first_weights: np.ndarray | None = None,
 ) -> NewtonRun:
     """Run the private Newton rounds (see the module docstring) and charge ``ledger``.
 
@@ -301,7 +355,9 @@ def private_newton(
         negative Hessians. Chunks let large data sets pass in pieces.
     clips
         ``clips(point)``: the L1 clips (C_g, C_H) at ``point``, computed from public quantities: the worst case that
-        ``schedule.clip_selection`` (if any) lowers privately.
+        ``schedule.clip_selection`` (if any) lowers privately. Where the clips are chosen, rounds after the first
+        clip the score in a weighted L1 norm (:func:`score_weights`, every weight ≥ 1); a ``clips(point, weights)``
+        gives that norm's worst case (tighter), a ``clips(point)`` the L1 one, which bounds it too.
     start, prior_mean, prior_precision, bound_step
         The first point, the Gaussian summary of the prior, and the trust region that shortens a
         pilot step (all public).
@@ -311,6 +367,9 @@ def private_newton(
         Optional d × d boolean matrix: the entries of the information some record can make non-zero (public, from
         the model's structure). Only those are released (each record's terms projected onto them first, which
         cannot raise its L1 norm); the others are exactly zero and noiseless.
+    first_weights
+        Optional public score weights of the first round (each ≥ 1; see :func:`score_weights`), ``clips`` then
+        giving the weighted norm's clip; later rounds take theirs from the releases where the clips are chosen.
     """
     ledger = _require_ledger(ledger)
     if schedule.clip_selection is not None and ledger.neighbouring != "replace":
@@ -320,11 +379,17 @@ def private_newton(
             "use a replace-one ledger, or a schedule without clip_selection (the clips given). Nothing was spent.")
     source = resolve_noise_source(rng)
     factor = 2.0 if ledger.neighbouring == "replace" else 1.0
+    weighted_clips = _takes_weights(clips)
     budgets, choices = schedule.budgets(float(epsilon)), schedule.choices(float(epsilon))
     planned = entries_for(budgets, ledger.neighbouring, touched, assumptions,
                           {**(details or {}), "rounds": len(budgets)}, noise_source=source.name, choices=choices,
                           selection=schedule.clip_selection)
     d = int(np.size(start))
+    if first_weights is not None:
+        first_weights = np.asarray(first_weights, dtype=float)
+        if first_weights.shape != (d,) or not np.all(np.isfinite(first_weights)) or np.any(first_weights < 1.0):
+            raise ValueError(f"first_weights must hold {d} finite numbers, each ≥ 1 (the weighted norm must not exceed "
+                             f"the L1 one), got {first_weights!r}. Nothing was spent.")
     kept = np.ones(d * (d + 1) // 2, dtype=bool) if support is None else vech(np.asarray(support, dtype=float)) != 0
     point = np.asarray(start, dtype=float).copy()
     rounds: list[NewtonRound] = []
@@ -334,17 +399,20 @@ def private_newton(
 
     def commit(reservation: Any, upto: int) -> tuple:
         clips_used = [[float(r.score_clip), float(r.information_clip)] for r in rounds]
-        return reservation.commit([replace(e, details={**e.details, "clips (score, information) by round": clips_used})
-                                   for e in planned[:upto]])
+        used = {"clips (score, information) by round": clips_used}
+        if any(r.score_weights is not None for r in rounds):  # public: functions of the earlier releases
+            used["score weights by round (clip on Σ|g_j|/w_j, noise w_j-fold)"] = [
+                None if r.score_weights is None else [round(float(w), 4) for w in r.score_weights] for r in rounds]
+        return reservation.commit([replace(e, details={**e.details, **used}) for e in planned[:upto]])
 
-    def norms(point: np.ndarray) -> tuple[np.ndarray, np.ndarray, list | None]:
-        """The records' L1 norms at ``point``, and their terms when they fit in :data:`KEPT_TERMS` numbers (None:
-        the sums read them again)."""
+    def norms(point: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, list | None]:
+        """The records' L1 norms at ``point`` (the score's weighted), and their terms when they fit in
+        :data:`KEPT_TERMS` numbers (None: the sums read them again)."""
         score_norms, info_norms, terms, size = [], [], [], 0
         for scores, infos in per_record(point):  # copies: a caller may hand every chunk in one reused buffer
             scores, infos = np.array(scores, dtype=float), np.asarray(infos, dtype=float) * kept
             with np.errstate(all="ignore"):  # a record's inf or NaN must not raise or warn (its norm counts as 0)
-                score_norms.append(np.abs(scores).sum(axis=1))
+                score_norms.append(np.abs(scores / weights).sum(axis=1))
                 info_norms.append(np.abs(infos).sum(axis=1))
             size += scores.size + infos.size
             terms = terms if terms is not None and size <= KEPT_TERMS else None
@@ -354,11 +422,13 @@ def private_newton(
 
     with ledger.reserve(planned) as reservation:
         try:
+            weights = np.ones(d) if first_weights is None else np.asarray(first_weights, dtype=float).copy()
             for t, ((eps_score, eps_info), (choice_score, choice_info)) in enumerate(zip(budgets, choices)):
-                c_score, c_info = clips(point)
+                # the worst cases; an L1 one also bounds the weighted norm (every weight ≥ 1) where ``clips`` takes none
+                c_score, c_info = clips(point, weights) if weighted_clips and np.any(weights != 1.0) else clips(point)
                 terms = None
                 if choice_score > 0 or choice_info > 0:  # the worst cases lowered to the records' own tail, privately
-                    score_norms, info_norms, terms = norms(point)
+                    score_norms, info_norms, terms = norms(point, weights)
                     if choice_score > 0:
                         drawn += 1
                         c_score = schedule.clip_selection.choose(score_norms, c_score, choice_score, source)
@@ -367,23 +437,28 @@ def private_newton(
                         c_info = schedule.clip_selection.choose(info_norms, c_info, choice_info, source)
                 score_sum, info_sum = np.zeros(d), np.zeros(d * (d + 1) // 2)
                 for scores, infos in terms if terms is not None else per_record(point):
-                    scores, a = clip_rows_l1(np.asarray(scores, dtype=float), c_score)
+                    scores, a = clip_rows_l1(np.asarray(scores, dtype=float) / weights, c_score)
+                    scores = scores * weights
                     infos, b = clip_rows_l1(np.asarray(infos, dtype=float) * kept, c_info)
                     cut += max(a, b)
                     score_sum += scores.sum(axis=0)
                     info_sum += infos.sum(axis=0)
-                b_score, b_info = factor * c_score / eps_score, factor * c_info / eps_info
+                b_info = factor * c_info / eps_info
+                b_score = factor * c_score / eps_score * (weights.copy() if np.any(weights != 1.0) else 1.0)
                 drawn += 1
-                score = source.add_laplace(score_sum, b_score)
+                score = _add_laplace(source, score_sum, b_score)
                 drawn += 1
                 released = np.zeros_like(info_sum)
                 released[kept] = source.add_laplace(info_sum[kept], b_info)
                 info = unvech(released, d)
                 rounds.append(NewtonRound(point.copy(), score, info, b_score, b_info, c_score, c_info,
-                                          None if support is None else np.asarray(support, dtype=bool)))
+                                          None if support is None else np.asarray(support, dtype=bool),
+                                          weights.copy() if np.any(weights != 1.0) else None))
                 if t < len(budgets) - 1:  # the next point (after the last release nothing moves)
                     state.update(point, score, info, b_score)
                     point = newton_step(point, state, bound_step)
+                    if choices[t + 1][0] > 0:  # a chosen clip can follow each coordinate's own scale
+                        weights = score_weights(info, b_info)
         except BaseException:
             if drawn:  # noise was drawn: those releases are spent whatever fails after them
                 commit(reservation, drawn)

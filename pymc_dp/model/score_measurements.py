@@ -227,9 +227,10 @@ class ScorePrivatization:
             col += p.size
         return np.r_[np.concatenate(parts), point[col:]]
 
-    def clips(self, point: np.ndarray) -> tuple[float, float]:
+    def clips(self, point: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, float]:
         """The L1 clips at ``point``: the largest norms of a record's score and information over the box's points
-        (and every group of each ``a[idx]``)."""
+        (and every group of each ``a[idx]``); with score ``weights`` (one per coordinate), the score's norm is the
+        weighted one, Σ_j |g_j| / w_j (:func:`pymc_dp.mechanisms.private_newton.score_weights`)."""
         import itertools
 
         y, designs = self._box_points()
@@ -245,6 +246,8 @@ class ScorePrivatization:
         for chosen in itertools.product(*(range(g) for g in sizes)):
             groups = [chosen[distinct.index(key)] for key in keys]
             scores, info = self.derivatives(self._collapse(np.asarray(point, dtype=float), groups), y, designs)
+            if weights is not None:  # the collapsed column of a group reads that group's weight
+                scores = scores / self._collapse(np.asarray(weights, dtype=float), groups)
             finite = np.all(np.isfinite(scores), axis=1) & np.all(np.isfinite(info), axis=1)
             if finite.any():
                 score_clip = max(score_clip, float(np.abs(scores[finite]).sum(axis=1).max()))
@@ -525,7 +528,7 @@ def _warn_if_far(final: NewtonRound, labels: Sequence[str]) -> None:
     d = len(final.score)
     values, vectors = np.linalg.eigh((final.information + final.information.T) / 2)
     information = (vectors * np.maximum(values, 1e-12 * max(values.max(), 1e-300))) @ vectors.T
-    cov = information + 2.0 * final.score_scale**2 * np.eye(d)
+    cov = information + np.diag(2.0 * np.broadcast_to(np.square(final.score_scale), (d,)))
     step = np.linalg.solve(information, final.score)
     z = np.abs(step) / np.sqrt(np.diag(np.linalg.inv(information) @ cov @ np.linalg.inv(information)))
     if np.any(z > 4.0):
@@ -673,11 +676,13 @@ def plan_score_privatization(
     # A record with a value that is not finite becomes the default record (the outcome's lower bound, the middle of
     # the box): a function of the record alone, so the clip's sensitivity holds. Finite values outside are clipped.
     bad = ~np.isfinite(outcomes)
+    unindexed = np.zeros_like(bad)
     for p in structure.predictors:
         bad |= ~np.all(np.isfinite(p.design), axis=1)
         for b, (start, groups) in enumerate(p.blocks):  # an index naming no group
-            bad |= (p.block_members[b] < 0) if len(p.block_members) > b else \
+            unindexed |= (p.block_members[b] < 0) if len(p.block_members) > b else \
                 p.design[:, start:start + groups].sum(axis=1) != 1
+    bad |= unindexed
     clipped_y = np.clip(np.where(bad, lo_y, outcomes), lo_y, hi_y)
     designs, moved = [], bad.copy()
     for p, lo, hi in zip(structure.predictors, lows, highs):
@@ -700,11 +705,17 @@ def plan_score_privatization(
                 moved |= value != raw
         designs.append(X)
     moved |= clipped_y != np.where(bad, clipped_y, outcomes)
+    moved &= ~unindexed  # said apart, below
     if moved.any():
         curator_report(f"{int(moved.sum())} record(s) of {rv.name!r} lay outside the declared bounds or were not "
                        "finite, and were clipped into them or replaced by the default record (the outcome's lower "
                        "bound, the middle of the box) (the count is for the curator only: it is not released).",
                        ClippedRecordsWarning, stacklevel=4)
+    if unindexed.any():
+        curator_report(f"{int(unindexed.sum())} record(s) of {rv.name!r} had a group index naming no group (groups "
+                       "are indexed from 0 to G − 1, as PyMC does: a 1-based index puts every group's records under "
+                       "the next label; pd.factorize gives a 0-based one); they became the default record (the count "
+                       "is for the curator only: it is not released).", ClippedRecordsWarning, stacklevel=4)
     mean, scale = _prior_summary(structure, model)
     plan = ScorePrivatization(
         model=model, name=rv.name, structure=structure, derivatives=derivatives, outcomes=clipped_y,

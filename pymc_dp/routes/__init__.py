@@ -33,7 +33,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..accounting import PrivacyLedger, resolve_ledger
-from ..accounting.validation import check_delta
+from ..accounting.validation import check_delta, check_epsilon
 from ..model.missing import restore_missing
 from ..trace.release import group_level_assumption
 from .base import Ran, RoutePlan, check_plan_keywords, check_request, execute, quiet_logs
@@ -147,8 +147,10 @@ def _plan_route(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, 
     # PyMC's imputation of missing values undone: one observed variable with NaN where a value is missing, which
     # every route treats as a malformed record (nothing refuses or branches on whether one is missing).
     model = restore_missing(model)
-    try:  # a bad relation, ledger or δ is the request's fault, not a route's: said once, before any route is tried
+    try:  # a bad relation, ledger, ε or δ is the request's fault, not a route's: said once, before any route is tried
         resolve_ledger(ledger, neighbouring)
+        if epsilon is not None:  # None: a model on observe_stats (its ε was paid there)
+            check_epsilon(epsilon)
         if keywords.get("delta") is not None:
             check_delta(keywords["delta"])
     except ValueError as err:
