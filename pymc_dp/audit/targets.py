@@ -582,19 +582,21 @@ def _newton_audit_model(records: tuple[list, list]) -> Any:
     return model
 
 
-def newton_audit_terms(s: int) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
-    """The record's score and information at the public point 0 and the round's clips, from the measurements
-    route's own plan (:func:`pymc_dp.model.score_measurements.plan_score_privatization`)."""
+def newton_audit_terms(s: int, weights: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
+    """The record's score and information at the public point 0 and the round's clips (the score's in the norm
+    weighted by ``weights``, if any), from the measurements route's own plan
+    (:func:`pymc_dp.model.score_measurements.plan_score_privatization`)."""
     from ..model.score_measurements import plan_score_privatization
 
     plan = plan_score_privatization(_newton_audit_model(NEWTON_AUDIT_RECORDS[s]), 1.0, bounds={"y": {"x": (-1, 1)}},
                                     rounds=1)
     point = np.zeros(plan.structure.dimension)
     scores, information = plan.derivatives(point, plan.outcomes, list(plan.designs))
-    return scores, information, plan.clips(point)
+    return scores, information, plan.clips(point, weights)
 
 
-def _private_newton(broken: bool, secure: bool):
+def _private_newton(broken: bool, secure: bool, weights: np.ndarray | None = None):
     """One private Newton round (the measurements route's GLM engine) of a logistic regression on one record.
 
     At the public point φ = 0 (p = ½) the record (x = 1, y = 1) has score (½, ½) and its replacement (x = 1,
@@ -603,12 +605,18 @@ def _private_newton(broken: bool, secure: bool):
     attains the score's share of ε (0.75). The statistic Σ clip(z_j, −½, ½) is the score release's log-likelihood
     ratio up to a constant. The scores, information and clips come from the route's plan; the broken twin spends
     ε = 2 while claiming 1 (every noise scale halved).
+
+    With ``weights`` the score is clipped in its weighted L1 norm Σ_j |g_j| / w_j (what the route does after its
+    first round where the clips are chosen: :func:`pymc_dp.mechanisms.private_newton.score_weights`), noise w_j-fold
+    per coordinate, the clip the plan's own weighted worst case over the box (½ + ½/3 = ⅔ for w = (1, 3), the pair
+    2·⅔ apart in that norm: it still attains the score's share), the statistic Σ_j clip(z_j, −½, ½) / w_j.
     """
     from ..mechanisms.private_newton import NewtonSchedule, private_newton
 
     epsilon = 2.0 if broken else 1.0
-    terms = {s: newton_audit_terms(s) for s in (0, 1)}
+    terms = {s: newton_audit_terms(s, weights) for s in (0, 1)}
     common = terms[0][0][0]  # the shared record's score (public to the auditor)
+    scale = np.ones(2) if weights is None else np.asarray(weights, dtype=float)
 
     def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
         scores, information, clips = terms[s]
@@ -618,9 +626,9 @@ def _private_newton(broken: bool, secure: bool):
             release = private_newton(
                 lambda point: [(scores, information)], lambda point: clips, start=np.zeros(2), prior_mean=np.zeros(2),
                 prior_precision=np.ones(2), bound_step=lambda step: step, epsilon=epsilon,
-                schedule=NewtonSchedule(rounds=1), ledger=PrivacyLedger(), rng=noise,
+                schedule=NewtonSchedule(rounds=1), ledger=PrivacyLedger(), rng=noise, first_weights=weights,
             ).final
-            out[i] = np.clip(release.score - common, -0.5, 0.5).sum()
+            out[i] = (np.clip(release.score - common, -0.5, 0.5) / scale).sum()
         return out
 
     return run, 0, 1
@@ -631,40 +639,8 @@ NEWTON_AUDIT_WEIGHTS = np.array([1.0, 3.0])
 
 
 def _private_newton_weighted(broken: bool, secure: bool):
-    """The same round as :func:`_private_newton` with the score clipped in its weighted L1 norm Σ_j |g_j| / w_j,
-    w = (1, 3) (what the measurements route does after its first round where the clips are chosen:
-    :func:`pymc_dp.mechanisms.private_newton.score_weights`), noise w_j-fold per coordinate. The clip is the plan's
-    own weighted worst case over the box, ½ + ½/3 = ⅔; the pair's scores (½, ½) and (−½, −½) are 1 + ⅓ = 2·⅔ apart
-    in that norm: the pair attains the score's share of ε. The statistic Σ_j clip(z_j − common_j, −½, ½) / w_j is
-    the release's log-likelihood ratio up to a constant. Broken twin: ε = 2 spent, 1 claimed."""
-    from ..mechanisms.private_newton import NewtonSchedule, private_newton
-    from ..model.score_measurements import plan_score_privatization
-
-    epsilon = 2.0 if broken else 1.0
-    terms = {}
-    for s in (0, 1):
-        plan = plan_score_privatization(_newton_audit_model(NEWTON_AUDIT_RECORDS[s]), 1.0,
-                                        bounds={"y": {"x": (-1, 1)}}, rounds=1)
-        point = np.zeros(plan.structure.dimension)
-        scores, information = plan.derivatives(point, plan.outcomes, list(plan.designs))
-        terms[s] = scores, information, plan.clips(point, NEWTON_AUDIT_WEIGHTS)
-    common = terms[0][0][0]
-
-    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
-        scores, information, clips = terms[s]
-        noise = _noise(secure, rng)
-        out = np.empty(size)
-        for i in range(size):
-            release = private_newton(
-                lambda point: [(scores, information)], lambda point: clips, start=np.zeros(2), prior_mean=np.zeros(2),
-                prior_precision=np.ones(2), bound_step=lambda step: step, epsilon=epsilon,
-                schedule=NewtonSchedule(rounds=1), ledger=PrivacyLedger(), rng=noise,
-                first_weights=NEWTON_AUDIT_WEIGHTS,
-            ).final
-            out[i] = (np.clip(release.score - common, -0.5, 0.5) / NEWTON_AUDIT_WEIGHTS).sum()
-        return out
-
-    return run, 0, 1
+    """:func:`_private_newton` with the score weights :data:`NEWTON_AUDIT_WEIGHTS`."""
+    return _private_newton(broken, secure, NEWTON_AUDIT_WEIGHTS)
 
 
 #: The neighbours of the private clip target: records' norms against candidates 1, 0.1 and 0.01 (a grid of three).
