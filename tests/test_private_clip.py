@@ -156,3 +156,14 @@ def test_a_shape_parameters_trigamma_compiles_in_c_not_numba_object_mode():
         plan = plan_score_privatization(glm_model(family, x, y), 1.0, bounds={"y": {"x": (-1, 1), "y": (0, 30)}})
         linkers[family] = type(plan.derivatives._fn.maker.linker).__name__
     assert "Numba" not in linkers["negative binomial"], linkers
+
+
+def test_the_score_weights_follow_the_informations_scale_only_where_it_beats_its_noise():
+    """w_j ∝ √(I_jj + 3√2 b_H), the smallest 1, none above 30: post-processing of a released information."""
+    from pymc_dp.mechanisms.private_newton import MAX_WEIGHT_RATIO, score_weights
+
+    clear = score_weights(np.diag([100.0, 400.0, 1e6]), 0.01)  # noise negligible: √ of the ratios, capped
+    np.testing.assert_allclose(clear, [1.0, 2.0, MAX_WEIGHT_RATIO], rtol=1e-3)
+    noisy = score_weights(np.diag([100.0, -50.0, 400.0]), 1000.0)  # noise s.d. ≈ 1414: the weights stay near 1
+    assert noisy.min() == 1.0 and noisy.max() < 1.1
+    assert np.all(score_weights(np.diag([np.nan, 4.0]), 1.0) >= 1.0)

@@ -240,22 +240,27 @@ def stale_discount(mean: np.ndarray, precision: np.ndarray, point: np.ndarray, i
 
 #: The most one coordinate's score weight may exceed the smallest (:func:`score_weights`).
 MAX_WEIGHT_RATIO = 30.0
+#: How many of its noise s.d. each diagonal entry of the information gets added before its square root is a weight
+#: (:func:`score_weights`): where the noise is as large as the entries, the weights stay near 1.
+WEIGHT_NOISE_FLOOR = 3.0
 
 
 def score_weights(information: np.ndarray, information_scale: float) -> np.ndarray:
-    """The next round's score weights from a released information (post-processing): w_j ∝ √I_jj, the smallest 1.
+    """The next round's score weights from a released information (post-processing): w_j ∝ √(I_jj + 3√2 b_H), the
+    smallest 1.
 
     A record's score is clipped in the weighted L1 norm Σ_j |g_j| / w_j and coordinate j gets Laplace noise of
     scale 2 C w_j / ε: still ε-DP (a record moves the released vector by at most 2C in that norm under
     replace-one), and since every w_j ≥ 1 the weighted norm is at most the plain L1 norm, so the public worst case
     still bounds it. Each coordinate's noise then follows its own sampling s.d.: with groups (``a[idx] + b * x``) a
     group's coefficient rests on its own records and the shared slope on all of them, and one scale for both gave
-    the groups the slope's noise. A diagonal entry's noise (s.d. √2 b_H) is its floor, the ratio is capped at
-    :data:`MAX_WEIGHT_RATIO`."""
+    the groups the slope's noise. Each entry gets :data:`WEIGHT_NOISE_FLOOR` times its noise s.d. (√2 b_H) added
+    first, so a noisy information leaves the weights near 1 (on a Bernoulli hierarchy at N = 10⁴ the entries' noise
+    is of their own size), and the ratio is capped at :data:`MAX_WEIGHT_RATIO`."""
     diagonal = np.diag(np.asarray(information, dtype=float))
-    floor = np.sqrt(2.0) * float(information_scale)
+    spread = WEIGHT_NOISE_FLOOR * np.sqrt(2.0) * float(information_scale)  # the diagonal's noise s.d., times 3
     with np.errstate(all="ignore"):
-        raw = np.sqrt(np.maximum(np.where(np.isfinite(diagonal), diagonal, floor), max(floor, 1e-300)))
+        raw = np.sqrt(np.maximum(np.where(np.isfinite(diagonal), diagonal, 0.0), 0.0) + max(spread, 1e-300))
     weights = raw / raw.min()
     return np.minimum(weights, MAX_WEIGHT_RATIO) if np.all(np.isfinite(weights)) else np.ones_like(raw)
 
