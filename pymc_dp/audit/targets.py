@@ -606,7 +606,7 @@ def _private_newton(broken: bool, secure: bool, weights: np.ndarray | None = Non
     ratio up to a constant. The scores, information and clips come from the route's plan; the broken twin spends
     ε = 2 while claiming 1 (every noise scale halved).
 
-    With ``weights`` the score is clipped in its weighted L1 norm Σ_j |g_j| / w_j (what the route does after its
+    With ``weights`` the score is clipped in its weighted L1 norm ``Σ_j |g_j| / w_j`` (what the route does after its
     first round where the clips are chosen: :func:`pymc_dp.mechanisms.private_newton.score_weights`), noise w_j-fold
     per coordinate, the clip the plan's own weighted worst case over the box (½ + ½/3 = ⅔ for w = (1, 3), the pair
     2·⅔ apart in that norm: it still attains the score's share), the statistic Σ_j clip(z_j, −½, ½) / w_j.

@@ -129,7 +129,7 @@ class NewtonRound:
     #: the entries of the information that can be non-zero for some record (d × d, symmetric; None: all). The
     #: others are zero for every record (a record is in one group of an ``a[idx]``), not released and carry no noise.
     support: np.ndarray | None = None
-    #: the score's weights (:func:`score_weights`; the clip is then on Σ_j |g_j| / w_j, the noise w_j-fold), or
+    #: the score's weights (:func:`score_weights`; the clip is then on ``Σ_j |g_j| / w_j``, the noise w_j-fold), or
     #: None where the round clipped the plain L1 norm
     score_weights: np.ndarray | None = None
 
@@ -249,7 +249,7 @@ def score_weights(information: np.ndarray, information_scale: float) -> np.ndarr
     """The next round's score weights from a released information (post-processing): w_j ∝ √(I_jj + 3√2 b_H), the
     smallest 1.
 
-    A record's score is clipped in the weighted L1 norm Σ_j |g_j| / w_j and coordinate j gets Laplace noise of
+    A record's score is clipped in the weighted L1 norm ``Σ_j |g_j| / w_j`` and coordinate j gets Laplace noise of
     scale 2 C w_j / ε: still ε-DP (a record moves the released vector by at most 2C in that norm under
     replace-one), and since every w_j ≥ 1 the weighted norm is at most the plain L1 norm, so the public worst case
     still bounds it. Each coordinate's noise then follows its own sampling s.d.: with groups (``a[idx] + b * x``) a

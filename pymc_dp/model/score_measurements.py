@@ -230,7 +230,7 @@ class ScorePrivatization:
     def clips(self, point: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, float]:
         """The L1 clips at ``point``: the largest norms of a record's score and information over the box's points
         (and every group of each ``a[idx]``); with score ``weights`` (one per coordinate), the score's norm is the
-        weighted one, Σ_j |g_j| / w_j (:func:`pymc_dp.mechanisms.private_newton.score_weights`)."""
+        weighted one, ``Σ_j |g_j| / w_j`` (:func:`pymc_dp.mechanisms.private_newton.score_weights`)."""
         import itertools
 
         y, designs = self._box_points()
