@@ -64,7 +64,7 @@ def run_tests(python: Path, tests: list[str]) -> tuple[bool, list[str], str]:
     """Run ``tests`` quietly; (passed, ids of failed tests, the tail of the output)."""
     proc = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE",
-         "-m", "not slow and not study and not calibration",
+         "-m", "not slow and not study and not calibration and not release_check",
          "--tb=line", "-n", "2", "--dist", "worksteal", *tests],  # both cores, as make test
         cwd=ROOT, capture_output=True, text=True,
     )

@@ -6,6 +6,7 @@ log-likelihood sensitivity (``truncate``, ``clip_loglik``, ``temper``,
 ``loglik_sensitivity``) for tempered posteriors.
 """
 
+from ._graph import DroppedDeterministicWarning
 from .bounded_sum_measurements import observe_bounded_sum
 from .mwem_measurements import observe_mwem
 from .holdout_scores import HoldoutComparison, compare_on_holdout, log_predictive_score
@@ -19,6 +20,7 @@ from .tempering import clip_loglik, temper
 from .truncation import SimplexFloor, truncate
 
 __all__ = [
+    "DroppedDeterministicWarning",
     "LoglikSensitivity",
     "Measurement",
     "PrivatisedModel",

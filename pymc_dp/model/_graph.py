@@ -9,8 +9,13 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from .._evaluate import evaluate_int
 
-__all__ = ["ancestors", "data_leaves", "describe_leaf", "dim_lengths", "group_level_data", "only_constants",
+__all__ = ["DroppedDeterministicWarning", "ancestors", "data_leaves", "describe_leaf", "dim_lengths", "group_level_data", "only_constants",
            "random_variables_in"]
+
+
+class DroppedDeterministicWarning(UserWarning):
+    """A Deterministic computed from the records was left out of a private model or a released trace: releasing
+    it would release the records. Filter on this class to silence it where that is expected."""
 
 
 def ancestors(graphs: Sequence[Any], blockers: Iterable[Any] = ()) -> list[Any]:

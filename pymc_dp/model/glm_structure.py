@@ -105,8 +105,12 @@ class GlmStructure:
         out = []
         for j, p in enumerate(self.predictors):
             suffix = f"[{j}]" if len(self.predictors) > 1 else ""
+            widths = {c: sum(1 for c2, _, _ in p.columns if c2 == c) for c, _, _ in p.columns}
             for name, dim, k in p.columns:
-                out.append(f"{name}[{k}]" if name else f"coefficient{suffix}[{k}]")
+                if name and dim is None and widths[name] == 1:  # a scalar slope: b, not b[0]
+                    out.append(name)
+                else:
+                    out.append(f"{name}[{k}]" if name else f"coefficient{suffix}[{k}]")
             if p.has_intercept:
                 out.append("intercept" + suffix)
         for v in self.nuisances:

@@ -35,7 +35,7 @@ from ..families.privatize import ClippedRecordsWarning, noise_for, prepare_stati
 from ..families.grouped import GroupedPrepared, GroupedStatistics, release_grouped, with_weights_of
 from ..accounting.curator import curator_report
 from ._graph import PUBLIC_DATA, RECORD_DIMS, ancestors, group_level_data, record_dims
-from ._graph import data_leaves, describe_leaf, dim_lengths, n_is_private, number_of_records_private
+from ._graph import DroppedDeterministicWarning, data_leaves, describe_leaf, dim_lengths, n_is_private, number_of_records_private
 from .covariate_model import COVARIATE_ASSUMPTION, covariate_parameters
 from .latent_variables import NEW_COORDS_TAG, LatentsByGroup, new_deterministic, new_free_variable
 from .group_index import (GroupIndex, _index_values, group_index_of, observed_group_view, stack_group_outputs,
@@ -967,7 +967,7 @@ def rebuild_one_likelihood(model: Any, name: str, likelihood: Callable[..., Any]
     copy, dropped = rebuild_with_likelihoods(model, {name: likelihood}, [rows], public)
     if dropped:
         warnings.warn("the private copy of the model left out Deterministic(s) of the records: "
-                      + ", ".join(sorted(dropped)), UserWarning, stacklevel=4)
+                      + ", ".join(sorted(dropped)), DroppedDeterministicWarning, stacklevel=4)
     return copy
 
 

@@ -19,7 +19,7 @@ import xarray as xr
 
 from ..accounting import PrivacyLedger
 from .. import _compat
-from ..model._graph import PUBLIC_DATA, ancestors, group_level_data, number_of_records_private, record_dims
+from ..model._graph import PUBLIC_DATA, DroppedDeterministicWarning, ancestors, group_level_data, number_of_records_private, record_dims
 from .ledger_io import LEDGER_ATTR, PRIVACY_GROUP, VERSION_ATTR, _attach, _pymc_dp_version
 
 __all__ = [
@@ -497,7 +497,7 @@ def release(
                 warnings.warn(
                     "release() dropped data-dependent Deterministic(s) "
                     + ", ".join(f"{n!r} ({dependent[n]})" for n in dropped),
-                    UserWarning,
+                    DroppedDeterministicWarning,
                     stacklevel=2,
                 )
     elif names is None:
