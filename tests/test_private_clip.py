@@ -7,7 +7,7 @@ import pytest
 
 from pymc_dp.accounting import PrivacyLedger
 from pymc_dp.mechanisms.private_clip import ClipSelection
-from pymc_dp.mechanisms.private_newton import NewtonSchedule, private_newton
+from pymc_dp.mechanisms.private_newton import ClippedTermsWarning, NewtonSchedule, private_newton
 
 
 def test_replacing_one_record_moves_every_utility_by_at_most_one():
@@ -89,6 +89,17 @@ def test_without_a_selection_the_worst_case_is_used_and_nothing_is_spent_on_choo
     run = _run(NewtonSchedule(rounds=2), ledger)
     assert {e.mechanism for e in ledger.entries} == {"laplace"}
     assert run.final.score_clip == 100.0 and ledger.total().epsilon == pytest.approx(1.0)
+
+
+def test_terms_beyond_the_clip_are_counted_for_the_curator_under_their_own_warning():
+    """Records' terms beyond a round's clip are scaled into it, and how many is reported to the curator only, as a
+    ClippedTermsWarning (a class to filter on, not a bare UserWarning)."""
+    rng = np.random.default_rng(0)
+    scores, infos = rng.normal(0.0, 1.0, (500, 2)), np.abs(rng.normal(0.0, 1.0, (500, 3)))
+    with pytest.warns(ClippedTermsWarning, match=r"record term\(s\).*curator only"):
+        private_newton(lambda point: [(scores, infos)], lambda point: (0.5, 0.5), start=np.zeros(2),
+                       prior_mean=np.zeros(2), prior_precision=np.ones(2), bound_step=lambda step: step,
+                       epsilon=1.0, schedule=NewtonSchedule(rounds=1), ledger=PrivacyLedger(), rng=1)
 
 
 def test_a_failure_after_a_choice_still_records_what_was_drawn():

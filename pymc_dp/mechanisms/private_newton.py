@@ -47,7 +47,7 @@ from .private_clip import ClipSelection
 if TYPE_CHECKING:  # pragma: no cover
     from ..accounting import LedgerEntry, PrivacyLedger
 
-__all__ = ["NewtonRound", "NewtonRun", "NewtonSchedule", "private_newton", "clip_rows_l1", "vech", "unvech"]
+__all__ = ["ClippedTermsWarning", "NewtonRound", "NewtonRun", "NewtonSchedule", "private_newton", "clip_rows_l1", "vech", "unvech"]
 
 
 def vech(matrices: np.ndarray) -> np.ndarray:
@@ -111,6 +111,11 @@ class NewtonSchedule:
     def budgets(self, epsilon: float) -> list[tuple[float, float]]:
         """(ε of the score's noise, ε of the information's) of each round, in order (what the clips' choices leave)."""
         return [(s - cs, i - ci) for (s, i), (cs, ci) in zip(self._shares(epsilon), self.choices(epsilon))]
+
+
+class ClippedTermsWarning(UserWarning):
+    """To the curator only (:func:`pymc_dp.curator_reports`): records' score or information terms lay beyond a
+    round's clip and were scaled into it. Their count is not released; filter on this class to silence it."""
 
 
 @dataclass(frozen=True)
@@ -471,5 +476,6 @@ def private_newton(
         recorded = commit(reservation, len(planned))
     if cut:
         curator_report(f"{cut} record term(s) had a score or information beyond the round's clip and were scaled "
-                       "into it (the count is for the curator only: it is not released).", UserWarning, stacklevel=3)
+                       "into it (the count is for the curator only: it is not released).", ClippedTermsWarning,
+                       stacklevel=3)
     return NewtonRun(tuple(rounds), tuple(recorded))
