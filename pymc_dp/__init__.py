@@ -30,6 +30,7 @@ from .mechanisms.logistic_regression import (
 from .mechanisms.logistic_estimator import PrivateLogisticRegression
 from .mechanisms.second_moment import SecondMomentRelease, noisy_second_moment
 from .mechanisms.bounded_sum import BoundedSumRelease, noisy_bounded_sum
+from .mechanisms.private_bounds import PrivateBounds, suggest_bounds
 from .mechanisms.thresholdout import HoldoutAnswer, HoldoutExhaustedError, ReusableHoldout
 from .mechanisms.mwem import Domain, MWEMResult, Workload, laplace_workload, marginal_workload, mwem, range_workload
 from .model import (
@@ -103,6 +104,8 @@ __all__ = [
     "noisy_second_moment",
     "BoundedSumRelease",
     "noisy_bounded_sum",
+    "PrivateBounds",
+    "suggest_bounds",
     "observe_bounded_sum",
     "ReusableHoldout",
     "HoldoutAnswer",

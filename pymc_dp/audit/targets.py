@@ -668,6 +668,35 @@ def _private_clip(broken: bool, secure: bool):
     return run, 0, 1
 
 
+#: The neighbours of the private bounds target: 24 records at 0.1, 28 at 0.5 and 14 at 0.9 on a grid of six over
+#: (0, 1); the neighbour moves one of those at 0.9 down to 0.05. Found by searching such pairs for the upper end's
+#: largest exact loss on an event the twin reaches often: 0.43 of the end's ε′ = 0.5 (on an event of probability
+#: 0.15), and 0.98 for the twin (probability 0.03).
+BOUNDS_AUDIT_RECORDS = {0: np.repeat([0.1, 0.5, 0.9], [24, 28, 14]),
+                        1: np.r_[0.05, np.repeat([0.1, 0.5, 0.9], [24, 28, 13])]}
+
+
+def _private_bounds(broken: bool, secure: bool):
+    """:func:`pymc_dp.mechanisms.private_bounds.suggest_bounds` on one column at ε = 1 over a grid of six on
+    ``within=(0, 1)``. Each end is an ε/2 release of its own; the audit reads the upper end (its index on the grid:
+    post-processing of the release) against that end's claim, ε′ = 0.5. The broken twin's Gumbel noise is halved
+    (:class:`_HalvedNoise`)."""
+    from ..accounting import PrivacyLedger
+    from ..mechanisms.noise import resolve_noise_source
+    from ..mechanisms.private_bounds import bounds_grid, suggest_bounds
+
+    grid = bounds_grid((0.0, 1.0), 6)
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        source = resolve_noise_source(_noise(secure, rng))
+        source = _HalvedNoise(source) if broken else source
+        upper = [suggest_bounds(BOUNDS_AUDIT_RECORDS[s], epsilon=1.0, ledger=PrivacyLedger(), within=(0.0, 1.0),
+                                grid=6, rng=source).pair[1] for _ in range(size)]
+        return np.searchsorted(grid, np.asarray(upper)).astype(float)
+
+    return run, 0, 1
+
+
 # ---------------------------------------------------------------------------- regularised logistic regression and PCA
 
 
@@ -1058,6 +1087,8 @@ TARGETS: tuple[AuditTarget, ...] = (
                 40_000, _private_newton_weighted),
     AuditTarget("private clip (exponential mechanism on the records above each clip, measurements route)", 1.0, 0.0,
                 40_000, _private_clip, events="exact"),
+    AuditTarget("private bounds (suggest_bounds: the upper end, an ε/2 exponential mechanism)", 0.5, 0.0, 40_000,
+                _private_bounds, events="exact"),
     AuditTarget("output perturbation (logistic regression, CMS11 Alg. 1)", 1.0, 0.0, 20_000, _output_perturbation),
     AuditTarget("objective perturbation (logistic regression, CMS11 Alg. 2)", 1.0, 0.0, 20_000,
                 _objective_perturbation),

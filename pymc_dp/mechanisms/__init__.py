@@ -19,6 +19,8 @@ function                                releases                                
                                         scikit-learn's API and an intercept
 :func:`noisy_second_moment`             Σ x xᵀ of norm-bounded records + noise       (ε, δ)-DP or ε-DP
 :func:`noisy_bounded_sum`               Σ f(r) for your own f, ‖f(r)‖₁ ≤ B declared   ε-DP
+:func:`suggest_bounds`                  each column's range: a private end each side  ε-DP
+                                        over a public grid (exponential mechanism)
 ======================================= ============================================ ========================
 
 Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
@@ -27,7 +29,8 @@ Common conventions (theory: the project's notes, sections 1-3, and [FGWC16]):
   It validates every argument first (a :class:`ValueError` naming the argument),
   then asks the ledger to charge the spend; if the budget cannot afford it,
   :class:`~pymc_dp.accounting.BudgetExceededError` is raised *before* any noise
-  is drawn and nothing is recorded. Otherwise exactly one entry is recorded, with
+  is drawn and nothing is recorded. Otherwise one entry per release is recorded
+  (one for most; :func:`suggest_bounds` one per end, all reserved first), with
   the mechanism, (ε, δ), noise source, sensitivity and scale, and an ``event``
   descriptor for the tight accountants.
 * Sensitivities are computed under the ledger's neighbouring relation
@@ -54,6 +57,7 @@ from .logistic_regression import (
 from .logistic_estimator import PrivateLogisticRegression
 from .second_moment import SecondMomentRelease, noisy_second_moment
 from .bounded_sum import BoundedSumRelease, noisy_bounded_sum
+from .private_bounds import PrivateBounds, suggest_bounds
 from .noise import NoiseSource, SecureNoise, SeededNoise, resolve_noise_source
 from .randomized_response import (
     randomized_response,
@@ -88,4 +92,6 @@ __all__ = [
     "noisy_second_moment",
     "BoundedSumRelease",
     "noisy_bounded_sum",
+    "PrivateBounds",
+    "suggest_bounds",
 ]
