@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import pymc_dp as pmdp
 from pymc_dp.accounting import BudgetExceededError
 from pymc_dp.mechanisms.exponential import exponential_mechanism_probabilities
-from pymc_dp.mechanisms.private_bounds import SENSITIVITY, _shift, bounds_grid, end_utilities
+from pymc_dp.mechanisms.private_bounds import SENSITIVITY, _shift, bounds_grid, end_utilities, rank_error
 
 
 def test_one_record_moves_either_ends_utility_by_at_most_one_under_both_relations():
@@ -90,11 +92,15 @@ def test_the_budget_is_checked_before_anything_is_drawn():
     ({"epsilon": 1.0, "within": (1.0, 1.0)}, "within must be finite with lo < hi"),
     ({"epsilon": 1.0, "within": (0.0, float("inf"))}, "within must be finite"),
     ({"epsilon": 1.0, "within": "wide"}, "within must be a pair"),
+    ({"epsilon": 1.0, "within": (-1e308, 1e308)}, "hi − lo finite"),
     ({"epsilon": 1.0, "within": (0.0, 1.0), "grid": 1}, "grid must be an integer"),
+    ({"epsilon": 1.0, "within": (0.0, 1.0), "grid": "a"}, "grid must be an integer"),
+    ({"epsilon": 1.0, "within": (0.0, 1.0), "grid": 10**300}, "grid must be an integer"),
     ({"epsilon": 1.0, "confidence": 1.5}, "confidence"),
-    ({"epsilon": 1.0, "records": np.array(["a", "b"])}, "records must be numbers"),
+    ({"epsilon": 1.0, "confidence": None}, "confidence must be a number"),
+    ({"epsilon": 1.0, "records": np.array(["a", "b"])}, "real numbers, got dtype <U1"),
+    ({"epsilon": 1.0, "records": np.array([1 + 2j])}, "real numbers, got dtype complex"),
     ({"epsilon": 1.0, "records": np.zeros((2, 2, 2))}, "1-D array .* or 2-D"),
-    ({"epsilon": 1.0, "records": np.array([])}, "non-empty"),
 ])
 def test_bad_arguments_are_refused_by_name_and_nothing_is_spent(kwargs, words):
     kwargs = {"records": np.arange(10.0), "ledger": pmdp.PrivacyLedger(), **kwargs}
@@ -109,3 +115,59 @@ def test_values_that_are_not_numbers_count_in_no_utility_and_are_reported_to_the
     with pmdp.curator_reports(), pytest.warns(UserWarning, match="3 value.*not numbers.*curator only"):
         lo, hi = pmdp.suggest_bounds(x, epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=8).pair
     assert np.isfinite([lo, hi]).all() and lo < hi
+
+
+def test_whole_numbers_come_from_the_declared_dtype_never_from_one_records_value():
+    """A NaN, a huge integer or None among a list's records must not change how the ends are rounded, nor make the
+    call refuse: a list declares nothing (ends as drawn), an integer array or a pandas Int64 column declares whole
+    numbers even with a missing value, and integer= overrides both."""
+    pd = pytest.importorskip("pandas")
+    from pymc_dp.mechanisms.private_bounds import _records
+
+    base = [int(v) for v in np.random.default_rng(9).poisson(3.0, 2000)]
+    lists = [base, base[:-1] + [float("nan")], base[:-1] + [10**20], base[:-1] + [None], base[:-1] + ["text"]]
+    assert [_records(x, None)[1] for x in lists] == [False] * 5  # a list declares nothing, whatever it holds
+    values = [_records(x, None)[0] for x in lists]
+    assert [int(np.isnan(v).sum()) for v in values] == [0, 1, 0, 1, 1]  # not a number: NaN, counted in no utility
+    for x in lists:  # nothing refused whatever one record holds
+        assert np.isfinite(pmdp.suggest_bounds(x, epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=1).pair).all()
+    declared = [np.asarray(base), pd.Series(base, dtype="Int64"), pd.Series(base[:-1] + [None], dtype="Int64"),
+                pd.DataFrame({"a": base, "b": base})]
+    assert [_records(x, None)[1] for x in declared] == [True] * 4 and _records(base, True)[1]
+    lo, hi = pmdp.suggest_bounds(declared[2], epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=1).pair
+    assert lo == np.floor(lo) and hi == np.ceil(hi)
+
+
+def test_no_records_are_taken_and_give_a_uniform_choice():
+    """Under add/remove the number of records is private: an empty column must not be refused where one record
+    would not be."""
+    ledger = pmdp.PrivacyLedger(neighbouring="add_remove")
+    lo, hi = pmdp.suggest_bounds(np.array([]), epsilon=1.0, ledger=ledger, rng=2).pair
+    assert lo < hi and ledger.total().epsilon == pytest.approx(1.0)
+
+
+def test_records_at_the_grids_edge_still_pull_the_far_end_in():
+    """An all-zero column on within=(0, 10): past the grid's first candidate the inner count is every record, so the
+    upper end's reward sits just above 0 (without it every upper candidate scored 0 and the end was uniform)."""
+    zeros = np.zeros(2000)
+    ends = [pmdp.suggest_bounds(zeros, epsilon=1.0, ledger=pmdp.PrivacyLedger(), within=(0.0, 10.0), rng=seed).pair
+            for seed in range(10)]
+    assert all(0.0 <= lo < hi <= 1.0 for lo, hi in ends), ends
+
+
+def test_a_constant_column_still_gets_an_interval():
+    for column in (np.zeros(3000, dtype=int), np.zeros(3000)):
+        for seed in range(5):
+            lo, hi = pmdp.suggest_bounds(column, epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=seed).pair
+            assert lo < hi
+
+
+def test_the_rank_error_is_known_before_spending_and_few_records_are_warned_of_where_n_is_public():
+    k = rank_error(1.0)
+    assert k == pytest.approx(2.0 * np.log(len(bounds_grid()) / 0.01) / 0.5)
+    with pytest.warns(UserWarning, match="records are few for private bounds"):
+        pmdp.suggest_bounds(np.arange(int(2 * k), dtype=float), epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # under add/remove the count is private: no warning reads it
+        pmdp.suggest_bounds(np.arange(int(2 * k), dtype=float), epsilon=1.0,
+                            ledger=pmdp.PrivacyLedger(neighbouring="add_remove"), rng=0)

@@ -678,7 +678,7 @@ BOUNDS_AUDIT_RECORDS = {0: np.repeat([0.1, 0.5, 0.9], [24, 28, 14]),
 
 def _private_bounds(broken: bool, secure: bool):
     """:func:`pymc_dp.mechanisms.private_bounds.suggest_bounds` on one column at ε = 1 over a grid of six on
-    ``within=(0, 1)``. Each end is an ε/2 release of its own; the audit reads the upper end (its index on the grid:
+    ``within=(0, 1)``, β = 0.05 (K ≈ 19.2; β is public and the privacy does not depend on it). Each end is an ε/2 release of its own; the audit reads the upper end (its index on the grid:
     post-processing of the release) against that end's claim, ε′ = 0.5. The broken twin's Gumbel noise is halved
     (:class:`_HalvedNoise`)."""
     from ..accounting import PrivacyLedger
@@ -691,7 +691,7 @@ def _private_bounds(broken: bool, secure: bool):
         source = resolve_noise_source(_noise(secure, rng))
         source = _HalvedNoise(source) if broken else source
         upper = [suggest_bounds(BOUNDS_AUDIT_RECORDS[s], epsilon=1.0, ledger=PrivacyLedger(), within=(0.0, 1.0),
-                                grid=6, rng=source).pair[1] for _ in range(size)]
+                                grid=6, confidence=0.05, rng=source).pair[1] for _ in range(size)]
         return np.searchsorted(grid, np.asarray(upper)).astype(float)
 
     return run, 0, 1

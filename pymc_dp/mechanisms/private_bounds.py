@@ -6,33 +6,44 @@ stated ε on choosing them instead:
 
 1. a public grid of candidates: ``within=(lo, hi)`` (a range known without the data) gives ``grid``
    evenly spaced points over it; without one, a symmetric geometric grid 0, ±10ᵏ for k from −6 to 9
-   in steps of an eighth of a decade (241 candidates), wide enough for a measurement in any common
-   unit (a value beyond ±10⁹ is clipped there);
+   in steps of an eighth of a decade (243 candidates), wide enough for a measurement in any common
+   unit. Records beyond the grid (±∞ too) count at its edge: data beyond ±10⁹ (bytes, a currency in
+   units of 10⁻²) need rescaling or ``within``;
 2. for the upper end the exponential mechanism over the grid with utility
    ``u(c_i) = min(#{x > c_{i−s}}, K) − #{x > c_i}``: the records above the candidate cost one each,
-   and a candidate earns at most K for the records in the s steps below it. The sensitivity is 1
-   under either neighbouring relation: one record added, or moved up, can only raise both counts (each
-   by at most one), and one removed, or moved down, only lower them, so their difference moves by at
-   most one. The lower end is the mirror image (``#{x < c}``, the s steps above);
-3. ``K = 2 ln(G / β) / ε′`` (G candidates, ε′ the choice's ε). A candidate just above the records'
-   top, with K of them within s steps below it, earns K; one with m records above it K − m; an empty
-   candidate far above them 0, and all of those together are chosen with probability at most β. A
-   plain rank utility, ``−|#{x > c} − m|``, gives every empty candidate above the records the same
-   utility as one near the target: on the wide default grid the hundreds of them outweighed it, and
-   the chosen end landed decades above the data.
+   and a candidate earns at most K for the records in the s steps below it (past the grid's first
+   candidate, every record). The sensitivity is 1 under either neighbouring relation: one record
+   added, or moved up, can only raise both counts (each by at most one), and one removed, or moved
+   down, only lower them, so their difference moves by at most one. The lower end is the mirror
+   image (``#{x < c}``, the s steps above);
+3. ``K = 2 ln(G / β) / ε′`` (G candidates, ε′ = ε/(2k) the end's ε, β = ``confidence``, 0.01 by
+   default, per end: k columns' 2k ends miss with probability up to 2kβ). With probability at least
+   ``1 − β`` an end's utility is within K of the best candidate's, so it has fewer than 2K records
+   beyond it (fewer than K when some candidate earns K: K records within s steps inside it and none
+   beyond). An empty candidate far beyond the records earns 0, so where some candidate earns K all
+   of them together are chosen with probability at most β. A plain rank utility,
+   ``−|#{x > c} − m|``, gives every empty candidate above the records the same utility as one near
+   its target: on the wide default grid the hundreds of them outweighed it, and the chosen end
+   landed decades above the data.
 
-The chosen end has at most K records beyond it with probability at least ``1 − β``; a route clips
-those few (its likelihood does not model that clipping). The shift s is two steps on the default
-grid (a factor 1.33) and a twentieth of the grid over ``within``.
+The guarantee needs records: below about 3K of them (:func:`rank_error` gives K from public numbers
+before anything is spent) no candidate earns much and the ends are close to uniform over the grid;
+under replace-one, where N is public, a warning says so. A route clips the records beyond an end (its
+likelihood does not model that clipping). The shift s is two steps on the default grid (a factor
+1.33) and a twentieth of the grid over ``within``, so a ``within`` close to the data's own range cuts
+more records than a loose one.
 
-ε is divided evenly over the 2k choices (k columns; basic composition), each a ledger entry of its
-own, all reserved before the first is drawn. Integer columns get whole-number ends (the lower
-rounded down, the upper up: post-processing). A value that is not a number (NaN) is beyond no
-candidate and counts in no utility; how many there were goes to the curator only.
+ε is divided evenly over the 2k choices (basic composition), each a ledger entry of its own, all
+reserved before the first is drawn. Ends are rounded outward to whole numbers where the container
+declares them (a NumPy integer or boolean dtype, pandas integer columns, or ``integer=True``), never
+from the values; a pair that came out as one point is widened to the next candidate. A value that is
+not a number (NaN, None, text in a list) counts in no utility; how many there were goes to the curator
+only. Only the container's kind and shape can make the call refuse.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -47,7 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..accounting import PrivacyLedger
     from .noise import NoiseSource
 
-__all__ = ["PrivateBounds", "bounds_grid", "end_utilities", "suggest_bounds"]
+__all__ = ["PrivateBounds", "bounds_grid", "end_utilities", "rank_error", "suggest_bounds"]
 
 #: The default grid's decades: ±10ᵏ for k from the first to the second, in steps of 1/``_PER_DECADE``.
 _DECADES = (-6, 9)
@@ -89,21 +100,56 @@ class PrivateBounds:
         return self.pairs[0]
 
 
-def _records(records: Any) -> tuple[np.ndarray, bool]:
-    """The records as a (rows, columns) float array, and whether every column is integer-valued by its dtype."""
+def _declared_integer(records: Any) -> bool | None:
+    """Whether the container *declares* whole numbers: a NumPy integer or boolean dtype, or pandas integer or boolean
+    columns (nullable ones too). None for anything else (a list, object arrays): never read from the values, whose
+    dtype after conversion would depend on a single record (a NaN, a huge integer)."""
+    if hasattr(records, "columns") and hasattr(records, "dtypes"):  # a pandas DataFrame
+        kinds = [getattr(d, "kind", "O") for d in records.dtypes]
+    elif getattr(records, "dtype", None) is not None:
+        kinds = [getattr(records.dtype, "kind", "O")]
+    else:
+        return None
+    return all(k in "iub" for k in kinds)
+
+
+def _to_float(value: Any) -> float:
     try:
-        array = np.asarray(records)
-    except Exception as exc:  # noqa: BLE001 - any failure to read is the caller's input
-        raise ValueError(f"records must be an array of numbers (one row per record), got {type(records).__name__}: "
-                         f"{exc}") from None
-    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-        raise ValueError(f"records must be numbers (one row per record, one column per variable), got dtype "
-                         f"{array.dtype}. Nothing was spent.")
-    if array.ndim not in (1, 2) or array.size == 0:
-        raise ValueError(f"records must be a non-empty 1-D array (one column) or 2-D array (records × columns), "
-                         f"got shape {array.shape}. Nothing was spent.")
-    integer = np.issubdtype(array.dtype, np.integer) or array.dtype == bool
-    return (array.reshape(-1, 1) if array.ndim == 1 else array).astype(float), integer
+        out = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+    return out
+
+
+def _records(records: Any, integer: bool | None) -> tuple[np.ndarray, bool]:
+    """The records as a (rows, columns) float array, and whether their ends are rounded to whole numbers.
+
+    A value that is not a number (None, text, pandas' NA) becomes NaN and counts in no utility: refusing it would
+    say that some record is malformed. Whole numbers come from ``integer`` or the container's declared dtype, never
+    from the values. Only the container's kind and shape can refuse (public)."""
+    dtype = getattr(records, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", "") in "cmMSUV":
+        raise ValueError(f"records must be real numbers, got dtype {dtype} (complex, dates, durations or text are "
+                         "refused by their dtype; convert them first). Nothing was spent.")
+    declared = _declared_integer(records) if integer is None else bool(integer)
+    if hasattr(records, "to_numpy") and not isinstance(records, np.ndarray):  # pandas: NA → NaN
+        try:
+            records = records.to_numpy(dtype=float, na_value=np.nan)
+        except (TypeError, ValueError):
+            records = records.to_numpy(dtype=object)
+    array = np.asarray(records) if isinstance(records, np.ndarray) else np.asarray(records, dtype=object)
+    if array.ndim not in (1, 2):
+        raise ValueError(f"records must be a 1-D array (one column) or 2-D array (records × columns), got shape "
+                         f"{array.shape}. Nothing was spent.")
+    if array.dtype.kind in "iub":
+        values = array.astype(float)
+    elif array.dtype.kind == "f":
+        with np.errstate(over="ignore"):  # a long double beyond the double range: ±inf, clipped like the rest
+            values = array.astype(float)
+    else:
+        values = np.vectorize(_to_float, otypes=[float])(array) if array.size else array.astype(float)
+    values = values.reshape(len(values), -1) if values.ndim == 2 else values.reshape(-1, 1)
+    return values, bool(declared)
 
 
 #: The utility's sensitivity: its two counts move in the same direction for any one record (see the module
@@ -121,10 +167,20 @@ def end_utilities(ordered: np.ndarray, candidates: np.ndarray, cap: float, shift
     finite): ``min(#{x < c_{i+s}}, K) − #{x < c_i}`` and ``min(#{x > c_{i−s}}, K) − #{x > c_i}``."""
     below = np.searchsorted(ordered, candidates, side="left").astype(float)
     above = (len(ordered) - np.searchsorted(ordered, candidates, side="right")).astype(float)
-    g = len(candidates)
-    inner_below = below[np.minimum(np.arange(g) + shift, g - 1)]
-    inner_above = above[np.maximum(np.arange(g) - shift, 0)]
+    g, n = len(candidates), float(len(ordered))
+    inside = np.arange(g) + shift  # past the grid's edge the inner count is every record (one beyond any candidate)
+    inner_below = np.where(inside <= g - 1, below[np.minimum(inside, g - 1)], n)
+    inside = np.arange(g) - shift
+    inner_above = np.where(inside >= 0, above[np.maximum(inside, 0)], n)
     return np.minimum(inner_below, cap) - below, np.minimum(inner_above, cap) - above
+
+
+def rank_error(epsilon: float, columns: int = 1, *, within: tuple[float, float] | None = None, grid: int = 200,
+               confidence: float = 0.01) -> float:
+    """K = 2 ln(G / β) / ε′, ε′ = ε / (2 · columns): how many records an end may leave beyond it at 1 − β, from
+    public numbers only (call it before spending anything; the ends are useful from about 3K records)."""
+    candidates = len(bounds_grid(within, int(grid))) if within is not None else len(bounds_grid())
+    return 2.0 * SENSITIVITY * np.log(candidates / float(confidence)) / (float(epsilon) / (2 * int(columns)))
 
 
 def suggest_bounds(
@@ -134,7 +190,8 @@ def suggest_bounds(
     ledger: "PrivacyLedger",
     within: tuple[float, float] | None = None,
     grid: int = 200,
-    confidence: float = 0.05,
+    confidence: float = 0.01,
+    integer: bool | None = None,
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     touched: str = "",
 ) -> PrivateBounds:
@@ -154,8 +211,10 @@ def suggest_bounds(
     grid
         The number of candidates over ``within`` (ignored without it).
     confidence
-        β: with probability at least ``1 − β`` each end leaves at most K records outside it, and an end lands far
-        beyond the records with probability at most β.
+        β, per end (a pair of ends misses with probability up to 2β): see the module docstring for what it bounds.
+    integer
+        Round the ends outward to whole numbers. None (default): when the container declares whole numbers (a NumPy
+        integer or boolean dtype, pandas integer columns), never read from the values.
     rng
         ``None`` for OpenDP's exact Gumbel noisy-max, a seed or Generator for reproducible noise, or a
         :class:`~pymc_dp.mechanisms.NoiseSource`.
@@ -186,18 +245,26 @@ def suggest_bounds(
         except (TypeError, ValueError):
             raise ValueError(f"within must be a pair (lo, hi) of numbers, a range known without the data, got "
                              f"{within!r}. Nothing was spent.") from None
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-            raise ValueError(f"within must be finite with lo < hi, got {within!r}. Nothing was spent.")
-        if isinstance(grid, bool) or int(grid) != grid or grid < 2:
-            raise ValueError(f"grid must be an integer ≥ 2 (the candidates over within), got {grid!r}.")
-    if not 0.0 < float(confidence) < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1) (β, how often an end may miss its target), got "
-                         f"{confidence!r}.")
-    values, integer = _records(records)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi and np.isfinite(hi - lo)):
+            raise ValueError(f"within must be finite with lo < hi (and hi − lo finite), got {within!r}. Nothing was "
+                             "spent.")
+        if not isinstance(grid, (int, np.integer)) or isinstance(grid, bool) or not 2 <= grid <= 100_000:
+            raise ValueError(f"grid must be an integer from 2 to 100 000 (the candidates over within), got "
+                             f"{grid!r}. Nothing was spent.")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) \
+            or not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must be a number in (0, 1) (β, how often an end may miss), got "
+                         f"{confidence!r}. Nothing was spent.")
+    values, integer = _records(records, integer)
     candidates = bounds_grid(within, int(grid))
     columns = values.shape[1]
     each = eps / (2 * columns)
-    target = 2.0 * SENSITIVITY * np.log(len(candidates) / float(confidence)) / each
+    target = rank_error(epsilon, columns, within=within, grid=grid, confidence=confidence)
+    if ledger.neighbouring == "replace" and len(values) < 3 * target:  # N is public under replace-one only
+        warnings.warn(f"{len(values)} records are few for private bounds at this ε: each end's rank error K is "
+                      f"{target:.0f} records, and with fewer than about 3K records the ends are close to uniform "
+                      "over the grid. Give more ε, a tighter public within=, or declare the bounds.",
+                      UserWarning, stacklevel=2)
     shift = _shift(within, len(candidates))
     source = resolve_noise_source(rng)
     scale = _gumbel_scale(each, SENSITIVITY, False)
@@ -212,14 +279,14 @@ def suggest_bounds(
                            touched=f"{touched or 'records'}: {end} end of column {j}", noise_source=source.name,
                            details=dict(details))
                for j in range(columns) for end in ("lower", "upper")]
-    missing = int(np.sum(~np.isfinite(values)))
+    missing = int(np.sum(np.isnan(values)))
     lower, upper = np.empty(columns), np.empty(columns)
     with ledger.reserve(planned, what=f"private bounds of {columns} column(s)") as reservation:
         drawn = 0
         try:
             for j in range(columns):
                 column = values[:, j]
-                ordered = np.sort(np.clip(column[np.isfinite(column)], candidates[0], candidates[-1]))
+                ordered = np.sort(np.clip(column[~np.isnan(column)], candidates[0], candidates[-1]))
                 lower_utility, upper_utility = end_utilities(ordered, candidates, target, shift)
                 lower[j] = candidates[source.gumbel_argmax(lower_utility, scale)]
                 drawn += 1
@@ -230,9 +297,13 @@ def suggest_bounds(
                 reservation.commit(planned[:drawn])
             raise
         recorded = reservation.commit(planned)
-    lower, upper = np.minimum(lower, upper), np.maximum(lower, upper)  # post-processing: an ordered pair
+    # post-processing: an ordered pair, never a single point (a route needs lower < upper)
+    lower, upper = np.minimum(lower, upper), np.maximum(lower, upper)
+    point = lower == upper
+    upper[point] = candidates[np.minimum(np.searchsorted(candidates, upper[point], side="right"), len(candidates) - 1)]
     if integer:  # whole numbers, outward (a candidate within 10⁻³ of one is read as it: −10⁻⁶ is 0, not −1)
         lower, upper = np.floor(np.round(lower, 3)) + 0.0, np.ceil(np.round(upper, 3)) + 0.0  # no −0.0
+    upper = np.where(upper > lower, upper, lower + 1.0)  # still a point (the grid's last candidate): one unit up
     if missing:
         curator_report(f"{missing} value(s) of the records were not numbers and counted in no end's utility (the "
                        "count is for the curator only: it is not released).", UserWarning, stacklevel=2)
