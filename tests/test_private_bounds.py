@@ -138,6 +138,12 @@ def test_whole_numbers_come_from_the_declared_dtype_never_from_one_records_value
     assert lo == np.floor(lo) and hi == np.ceil(hi)
 
 
+def test_grid_is_ignored_without_within():
+    """grid= spreads candidates over within=; without it the default grid is used and grid is not read."""
+    lo, hi = pmdp.suggest_bounds(np.arange(2000.0), epsilon=1.0, ledger=pmdp.PrivacyLedger(), grid="a", rng=0).pair
+    assert np.isin([lo, hi], bounds_grid()).all()
+
+
 def test_no_records_are_taken_and_give_a_uniform_choice():
     """Under add/remove the number of records is private: an empty column must not be refused where one record
     would not be."""

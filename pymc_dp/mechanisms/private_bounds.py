@@ -224,8 +224,9 @@ def suggest_bounds(
     Returns
     -------
     PrivateBounds
-        ``.pairs`` (one ``(lower, upper)`` per column), ``.pair`` for one column, ``.target`` (K, the most
-        records each end leaves outside with probability 1 − β) and the ledger entries.
+        ``.pairs`` (one ``(lower, upper)`` per column), ``.pair`` for one column, ``.target`` (K: with
+        probability 1 − β an end leaves fewer than 2K records beyond it, fewer than K where some candidate earns K)
+        and the ledger entries.
 
     Raises
     ------
@@ -256,10 +257,10 @@ def suggest_bounds(
         raise ValueError(f"confidence must be a number in (0, 1) (β, how often an end may miss), got "
                          f"{confidence!r}. Nothing was spent.")
     values, integer = _records(records, integer)
-    candidates = bounds_grid(within, int(grid))
+    candidates = bounds_grid(within, int(grid) if within is not None else 0)
     columns = values.shape[1]
     each = eps / (2 * columns)
-    target = rank_error(epsilon, columns, within=within, grid=grid, confidence=confidence)
+    target = rank_error(eps, columns, within=within, grid=grid if within is not None else 200, confidence=confidence)
     if ledger.neighbouring == "replace" and len(values) < 3 * target:  # N is public under replace-one only
         warnings.warn(f"{len(values)} records are few for private bounds at this ε: each end's rank error K is "
                       f"{target:.0f} records, and with fewer than about 3K records the ends are close to uniform "
