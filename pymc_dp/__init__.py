@@ -53,7 +53,7 @@ from .model import (
     temper,
     truncate,
 )
-from .routes import AIS, OPS, SAA, Gibbs, Laplace, Measurements, sample
+from .routes import AIS, OPS, SAA, Gibbs, Laplace, Measurements, Selection, sample
 from .step_methods import PrivateGibbs, PrivateMetropolis
 from .trace import attach_ledger, concat, ledger, plot_ledger, release, resample_weighted
 
@@ -71,6 +71,7 @@ __all__ = [
     "AIS",
     "Laplace",
     "Measurements",
+    "Selection",
     "OPS",
     "BudgetExceededError",
     "LedgerEntry",

@@ -1,4 +1,5 @@
-"""Data bounds chosen privately (``pmdp.suggest_bounds``): each end an exponential mechanism over a public grid."""
+"""Data bounds chosen privately (``pmdp.suggest_bounds``): quartiles and fences (the default), or each end aimed at
+the extremes (``method="tails"``), exponential mechanisms over a public grid."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pymc_dp as pmdp
 from pymc_dp.accounting import BudgetExceededError
 from pymc_dp.mechanisms.exponential import exponential_mechanism_probabilities
 from pymc_dp.mechanisms.private_bounds import SENSITIVITY, _shift, bounds_grid, end_utilities, rank_error
+from pymc_dp.mechanisms.private_quantiles import cell_scores, quantile_scores
 
 
 def test_one_record_moves_either_ends_utility_by_at_most_one_under_both_relations():
@@ -56,7 +58,7 @@ def test_a_release_charges_one_entry_per_end_and_spends_exactly_epsilon():
     rng = np.random.default_rng(2)
     records = np.c_[rng.normal(0.0, 1.0, 2000), rng.poisson(3.0, 2000)]
     ledger = pmdp.PrivacyLedger()
-    bounds = pmdp.suggest_bounds(records, epsilon=1.0, ledger=ledger, rng=3, touched="x, n")
+    bounds = pmdp.suggest_bounds(records, epsilon=1.0, ledger=ledger, rng=3, touched="x, n", method="tails")
     assert len(ledger.entries) == 4 and {e.mechanism for e in ledger.entries} == {"exponential"}
     assert ledger.total().epsilon == pytest.approx(1.0)
     assert [e.epsilon for e in ledger.entries] == pytest.approx([0.25] * 4)
@@ -70,10 +72,10 @@ def test_a_release_charges_one_entry_per_end_and_spends_exactly_epsilon():
 def test_integer_records_get_whole_number_ends_and_within_gives_an_even_grid():
     rng = np.random.default_rng(4)
     counts = rng.poisson(3.0, 1000)
-    lo, hi = pmdp.suggest_bounds(counts, epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=5).pair
+    lo, hi = pmdp.suggest_bounds(counts, epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=5, method="tails").pair
     assert lo == 0.0 and not np.signbit(lo) and hi == np.ceil(hi) and counts.max() <= hi <= 2 * counts.max() + 2
     lo, hi = pmdp.suggest_bounds(rng.uniform(-3, 3, 2000), epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=6,
-                                 within=(-10.0, 10.0)).pair
+                                 within=(-10.0, 10.0), method="tails").pair
     grid = np.linspace(-10.0, 10.0, 200)
     assert np.isin([lo, hi], grid).all() and -4.5 < lo < -2.5 and 2.5 < hi < 4.5
 
@@ -140,7 +142,8 @@ def test_whole_numbers_come_from_the_declared_dtype_never_from_one_records_value
 
 def test_grid_is_ignored_without_within():
     """grid= spreads candidates over within=; without it the default grid is used and grid is not read."""
-    lo, hi = pmdp.suggest_bounds(np.arange(2000.0), epsilon=1.0, ledger=pmdp.PrivacyLedger(), grid="a", rng=0).pair
+    lo, hi = pmdp.suggest_bounds(np.arange(2000.0), epsilon=1.0, ledger=pmdp.PrivacyLedger(), grid="a", rng=0,
+                                 method="tails").pair
     assert np.isin([lo, hi], bounds_grid()).all()
 
 
@@ -156,8 +159,8 @@ def test_records_at_the_grids_edge_still_pull_the_far_end_in():
     """An all-zero column on within=(0, 10): past the grid's first candidate the inner count is every record, so the
     upper end's reward sits just above 0 (without it every upper candidate scored 0 and the end was uniform)."""
     zeros = np.zeros(2000)
-    ends = [pmdp.suggest_bounds(zeros, epsilon=1.0, ledger=pmdp.PrivacyLedger(), within=(0.0, 10.0), rng=seed).pair
-            for seed in range(10)]
+    ends = [pmdp.suggest_bounds(zeros, epsilon=1.0, ledger=pmdp.PrivacyLedger(), within=(0.0, 10.0), rng=seed,
+                                method="tails").pair for seed in range(10)]
     assert all(0.0 <= lo < hi <= 1.0 for lo, hi in ends), ends
 
 
@@ -172,8 +175,82 @@ def test_the_rank_error_is_known_before_spending_and_few_records_are_warned_of_w
     k = rank_error(1.0)
     assert k == pytest.approx(2.0 * np.log(len(bounds_grid()) / 0.01) / 0.5)
     with pytest.warns(UserWarning, match="records are few for private bounds"):
-        pmdp.suggest_bounds(np.arange(int(2 * k), dtype=float), epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=0)
+        pmdp.suggest_bounds(np.arange(int(2 * k), dtype=float), epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=0,
+                            method="tails")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # under add/remove the count is private: no warning reads it
         pmdp.suggest_bounds(np.arange(int(2 * k), dtype=float), epsilon=1.0,
-                            ledger=pmdp.PrivacyLedger(neighbouring="add_remove"), rng=0)
+                            ledger=pmdp.PrivacyLedger(neighbouring="add_remove"), rng=0, method="tails")
+
+
+# ---------------------------------------------------------------------------- fences: private quartiles, two passes
+
+
+def test_one_record_moves_a_quantile_score_by_at_most_one_under_both_relations():
+    """The point score −|(1 − q)#below − q#above| and the cell score −max(0, f(c_i), −f(c_{i+1})): one record
+    added, removed or replaced moves each by at most 1 (the sensitivity the entries charge). 3 000 random pairs,
+    levels from 0.05 to 0.95, records on and off the grid."""
+    rng = np.random.default_rng(5)
+    largest = 0.0
+    for trial in range(3000):
+        candidates = bounds_grid(None if trial % 2 else (-5.0, 5.0), 40)
+        q = rng.uniform(0.05, 0.95)
+        x = np.round(rng.normal(0.0, rng.choice([0.01, 1.0, 100.0]), rng.integers(1, 60)), 1)
+        value = rng.choice([0.0, rng.normal(0.0, 3.0), 1e5])
+        y = (np.where(np.arange(x.size) == rng.integers(x.size), value, x), np.append(x, value),
+             np.delete(x, rng.integers(x.size)))[trial % 3]
+        for score in (quantile_scores, cell_scores):
+            before, after = score(np.sort(x), candidates, q), score(np.sort(y), candidates, q)
+            largest = max(largest, float(np.abs(after - before).max()))
+    assert largest <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("centre, spread", [(50.0, 10.0), (1000.0, 10.0), (0.0, 1.0), (1e-3, 2e-4)])
+def test_fences_find_a_range_a_few_spreads_wide_wherever_the_records_lie(centre, spread):
+    """1,000 Normal records at ε = 0.4 (what pmdp.sample spends on one column at N = 1000, ε = 1), 20 releases:
+    each range cuts at most 3 records (0.3 %) and lies within 8 spreads of the centre. With exact quartiles the
+    fences (f = 3) sit at ±4.7 spreads, where a Normal leaves 3 in a million; each quartile's rank error at this ε
+    (tens of records) moves a fence by about half a spread, so a handful cut is the mechanism working, not failing.
+    Records far from 0 relative to their spread (1000 ± 10) are where the grid 0, ±10ᵏ alone gives a range 58
+    spreads wide: the second pass's even grid inside the first pass's cells resolves them. A pass that misses
+    makes the range wide, which the 8-spread bound catches (a miss has probability ≈ 0.01 a release here)."""
+    ranges = []
+    for seed in range(20):
+        x = np.random.default_rng(seed).normal(centre, spread, 1000)
+        lo, hi = pmdp.suggest_bounds(x, epsilon=0.4, ledger=pmdp.PrivacyLedger(), rng=seed).pair
+        z = (np.array([lo, hi]) - centre) / spread
+        ranges.append(z)
+        assert np.sum((x < lo) | (x > hi)) <= 3, (seed, z)
+    assert np.abs(ranges).max() < 8.0, ranges
+
+
+def test_fences_charge_four_quartile_entries_per_column_and_keep_a_count_inside_its_support():
+    rng = np.random.default_rng(2)
+    records = np.c_[rng.normal(0.0, 1.0, 2000), rng.poisson(3.0, 2000)]
+    ledger = pmdp.PrivacyLedger()
+    bounds = pmdp.suggest_bounds(records, epsilon=1.0, ledger=ledger, rng=3, support=(0.0, np.inf), integer=True)
+    assert len(ledger.entries) == 8 and ledger.total().epsilon == pytest.approx(1.0)
+    assert [e.epsilon for e in ledger.entries] == pytest.approx([0.125] * 8)
+    assert "q₃ of column 1, second pass" in ledger.entries[7].touched
+    (lo0, hi0), (lo1, hi1) = bounds.pairs
+    assert lo0 == 0.0 and lo1 == 0.0  # the support cuts the first column's negative fence too
+    assert hi1 == int(hi1) and hi1 >= 9  # Poisson(3): q₃ + 3·IQR = 4 + 3·2 = 10 give or take a step
+
+
+def test_a_column_mostly_of_one_value_gets_a_range_around_it():
+    """Over half the records share a value (an indicator that is mostly 0): the quartiles coincide, and the range is
+    that value ± max(1, |v|), so the indicator's ones are inside."""
+    x = (np.random.default_rng(0).random(5000) < 0.15).astype(float)
+    for seed in range(5):
+        lo, hi = pmdp.suggest_bounds(x, epsilon=1.0, ledger=pmdp.PrivacyLedger(), rng=seed).pair
+        assert lo <= 0.0 and hi >= 1.0, (lo, hi)
+
+
+@pytest.mark.parametrize("kwargs, words", [({"method": "middle"}, "method must be"), ({"fence": -1.0}, "fence must"),
+                                           ({"support": (1.0, 0.0)}, "support must"),
+                                           ({"decades": (3, 1)}, "decades must")])
+def test_the_new_arguments_are_refused_by_name(kwargs, words):
+    ledger = pmdp.PrivacyLedger()
+    with pytest.raises(ValueError, match=words):
+        pmdp.suggest_bounds(np.arange(100.0), epsilon=1.0, ledger=ledger, **kwargs)
+    assert not ledger.entries

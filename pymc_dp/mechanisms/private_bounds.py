@@ -1,8 +1,20 @@
-"""Data bounds chosen privately: each end of each column a private tail quantile over a public grid.
+"""Data bounds chosen privately: each column's range from private quartiles (fences) or private tail ends.
 
 Every route but the Bernoulli's needs a column's range, and a range read off the records is a release
 no ledger sees (the records' minimum and maximum are two of them). :func:`suggest_bounds` spends a
-stated ε on choosing them instead:
+stated ε on choosing them instead, in one of two ways.
+
+**Fences** (``method="fences"``, the default, what ``pmdp.sample`` uses when a range is not declared). Each
+column's quartiles q₁, q₃ are found privately (:mod:`pymc_dp.mechanisms.private_quantiles`) in two passes: first
+the cell of the grid below that holds each (so records between two candidates, 1100 ± 10 between 1000 and 1333,
+are still located), then a candidate among 201 evenly spaced over those cells. The range is
+``(q₁ − f·IQR, q₃ + f·IQR)`` with f = 3 (±4.7 standard deviations of a Normal), inside the grid's span. A central
+quantile is what the exponential mechanism finds well: a candidate far from the records scores −N/4 against the
+quartile's 0, so at N ε′ ≳ 8 ln(G/β) the four releases of a column all land near their quartiles. Over half the
+records on one value (quartiles within 10⁻⁶: an indicator mostly 0) gives that value ± max(1, |v|). Four
+releases of ε/(4k) per column.
+
+**Tails** (``method="tails"``), each end aimed at the records' extreme:
 
 1. a public grid of candidates: ``within=(lo, hi)`` (a range known without the data) gives ``grid``
    evenly spaced points over it; without one, a symmetric geometric grid 0, ±10ᵏ for k from −6 to 9
@@ -26,7 +38,10 @@ stated ε on choosing them instead:
    its target: on the wide default grid the hundreds of them outweighed it, and the chosen end
    landed decades above the data.
 
-The guarantee needs records: below about 3K of them (:func:`rank_error` gives K from public numbers
+The tails suit records far from 0 relative to their spread and records with a point mass (their extreme is
+where many records are); on records around 0 with thin tails, at small N ε′, the few records just inside the
+extreme earn less than the cap and an end can land decades out, which the fences avoid. The guarantee needs
+records: below about 3K of them (:func:`rank_error` gives K from public numbers
 before anything is spent) no candidate earns much and the ends are close to uniform over the grid;
 under replace-one, where N is public, a warning says so. A route clips the records beyond an end (its
 likelihood does not model that clipping). The shift s is two steps on the default grid (a factor
@@ -65,11 +80,12 @@ _DECADES = (-6, 9)
 _PER_DECADE = 8
 
 
-def bounds_grid(within: tuple[float, float] | None = None, grid: int = 200) -> np.ndarray:
+def bounds_grid(within: tuple[float, float] | None = None, grid: int = 200,
+                decades: tuple[int, int] = _DECADES) -> np.ndarray:
     """The public candidates, ascending: ``grid`` evenly spaced points over ``within``, or (None) the symmetric
-    geometric grid 0, ±10ᵏ (k from −6 to 9 in eighths of a decade)."""
+    geometric grid 0, ±10ᵏ (k over ``decades``, −6 to 9 by default, in eighths of a decade)."""
     if within is None:
-        k = np.linspace(_DECADES[0], _DECADES[1], (_DECADES[1] - _DECADES[0]) * _PER_DECADE + 1)
+        k = np.linspace(decades[0], decades[1], (decades[1] - decades[0]) * _PER_DECADE + 1)
         positive = 10.0**k
         return np.concatenate([-positive[::-1], [0.0], positive])
     lo, hi = (float(v) for v in within)
@@ -156,6 +172,32 @@ def _records(records: Any, integer: bool | None) -> tuple[np.ndarray, bool]:
 #: docstring), so their difference moves by at most one.
 SENSITIVITY = 1.0
 
+#: f of ``method="fences"``: the range is (q₁ − f·IQR, q₃ + f·IQR).
+FENCE = 3.0
+#: Quartiles closer than this (the default grid's finest step) are read as one value shared by over half the records.
+POINT_MASS = 1e-6
+#: The second pass's candidates: evenly spaced over the first pass's quartiles widened by one grid step each way.
+SECOND_PASS_GRID = 201
+
+
+def _within_support(candidates: np.ndarray, support: tuple[float, float] | None) -> np.ndarray:
+    """The candidates inside a public ``support`` (lo, hi), closed; every candidate when None. Refuses a support that
+    leaves fewer than two (before anything is spent)."""
+    if support is None:
+        return candidates
+    try:
+        lo, hi = (float(v) for v in support)
+    except (TypeError, ValueError):
+        raise ValueError(f"support must be a pair (lo, hi) of numbers (inf allowed), got {support!r}. Nothing was "
+                         "spent.") from None
+    if np.isnan(lo) or np.isnan(hi) or not lo < hi:
+        raise ValueError(f"support must have lo < hi, got {support!r}. Nothing was spent.")
+    kept = candidates[(candidates >= lo) & (candidates <= hi)]
+    if len(kept) < 2:
+        raise ValueError(f"support {support!r} leaves fewer than two of the grid's candidates: widen it or give "
+                         "within= inside it. Nothing was spent.")
+    return kept
+
 
 def _shift(within: tuple[float, float] | None, candidates: int) -> int:
     """s: how many grid steps inside a candidate its reward counts records (a factor 1.33 on the default grid)."""
@@ -192,6 +234,10 @@ def suggest_bounds(
     grid: int = 200,
     confidence: float = 0.01,
     integer: bool | None = None,
+    support: tuple[float, float] | None = None,
+    decades: tuple[int, int] = _DECADES,
+    method: str = "fences",
+    fence: float = FENCE,
     rng: "None | int | np.random.Generator | NoiseSource" = None,
     touched: str = "",
 ) -> PrivateBounds:
@@ -215,6 +261,21 @@ def suggest_bounds(
     integer
         Round the ends outward to whole numbers. None (default): when the container declares whole numbers (a NumPy
         integer or boolean dtype, pandas integer columns), never read from the values.
+    support
+        A public range ``(lo, hi)`` every end must lie in (a likelihood's support: ``(0, inf)`` for counts, the
+        smallest positive number upward for a strictly positive family): candidates outside it are dropped before
+        the choice, so no end lands where the likelihood cannot go; records outside it count at its edge.
+    decades
+        ``(lo, hi)``, whole numbers: the default grid's candidates are 0 and ±10ᵏ for k from lo to hi (ignored with
+        ``within``). A higher lo drops the many candidates near 0, which at a small ε compete with the records' own
+        ends when the records lie around 0 (a second pass on records less a centre).
+    method
+        ``"fences"`` (default): each column's quartiles found privately in two passes and the range
+        ``(q₁ − f·IQR, q₃ + f·IQR)``; ``"tails"``: each end aimed at the records' extremes directly (see the module
+        docstring for when each is accurate).
+    fence
+        f of ``"fences"`` (3 by default: ±4.7 standard deviations of a Normal's centre, 0.9 % of an exponential's
+        records above).
     rng
         ``None`` for OpenDP's exact Gumbel noisy-max, a seed or Generator for reproducible noise, or a
         :class:`~pymc_dp.mechanisms.NoiseSource`.
@@ -235,8 +296,6 @@ def suggest_bounds(
     pymc_dp.accounting.BudgetExceededError
         If the ledger cannot afford ε; nothing is drawn or recorded.
     """
-    from ..accounting import LedgerEntry
-
     eps = check_epsilon(epsilon, "epsilon")
     ledger = _require_ledger(ledger)
     touched = _check_touched(touched)
@@ -256,31 +315,71 @@ def suggest_bounds(
             or not 0.0 < float(confidence) < 1.0:
         raise ValueError(f"confidence must be a number in (0, 1) (β, how often an end may miss), got "
                          f"{confidence!r}. Nothing was spent.")
+    if within is None:
+        try:
+            decades = tuple(int(k) for k in decades if float(k) == int(k))
+        except (TypeError, ValueError, OverflowError):
+            decades = ()
+        if len(decades) != 2 or not -30 <= decades[0] < decades[1] <= 30:
+            raise ValueError(f"decades must be a pair (lo, hi) of whole numbers with −30 ≤ lo < hi ≤ 30, got "
+                             f"{decades!r}. Nothing was spent.")
+    if method not in ("fences", "tails"):
+        raise ValueError(f"method must be 'fences' (quartiles, then q₁ − f·IQR and q₃ + f·IQR) or 'tails' (each end "
+                         f"aimed at the extremes), got {method!r}. Nothing was spent.")
+    if isinstance(fence, bool) or not isinstance(fence, (int, float, np.floating)) or not 0.0 <= float(fence) < 1e6:
+        raise ValueError(f"fence must be a number ≥ 0 (how many interquartile ranges beyond the quartiles), got "
+                         f"{fence!r}. Nothing was spent.")
     values, integer = _records(records, integer)
-    candidates = bounds_grid(within, int(grid) if within is not None else 0)
+    candidates = _within_support(bounds_grid(within, int(grid) if within is not None else 0, decades), support)
+    columns = values.shape[1]
+    source = resolve_noise_source(rng)
+    missing = int(np.sum(np.isnan(values)))
+    if method == "fences":
+        lower, upper, target, recorded = _fences(values, candidates, eps, float(confidence), float(fence),
+                                                 _grid_words(within, decades), ledger, source, touched)
+    else:
+        lower, upper, target, recorded = _tails(values, candidates, eps, float(confidence), within, decades, ledger,
+                                                source, touched)
+    # post-processing: an ordered pair, never a single point (a route needs lower < upper)
+    lower, upper = np.minimum(lower, upper), np.maximum(lower, upper)
+    point = lower == upper
+    upper[point] = candidates[np.minimum(np.searchsorted(candidates, upper[point], side="right"), len(candidates) - 1)]
+    if integer:  # whole numbers, outward (a candidate within 10⁻³ of one is read as it: −10⁻⁶ is 0, not −1)
+        lower, upper = np.floor(np.round(lower, 3)) + 0.0, np.ceil(np.round(upper, 3)) + 0.0  # no −0.0
+    upper = np.where(upper > lower, upper, lower + 1.0)  # still a point (the grid's last candidate): one unit up
+    if missing:
+        curator_report(f"{missing} value(s) of the records were not numbers and counted in no end's utility (the "
+                       "count is for the curator only: it is not released).", UserWarning, stacklevel=2)
+    return PrivateBounds(lower, upper, float(target), tuple(recorded))
+
+
+def _tails(values: np.ndarray, candidates: np.ndarray, eps: float, confidence: float,
+           within: tuple[float, float] | None, decades: tuple[int, int], ledger: "PrivacyLedger",
+           source: "NoiseSource", touched: str) -> tuple[np.ndarray, np.ndarray, float, tuple]:
+    """``method="tails"``: each end an exponential mechanism aimed at the records' extremes (module docstring)."""
+    from ..accounting import LedgerEntry
+
     columns = values.shape[1]
     each = eps / (2 * columns)
-    target = rank_error(eps, columns, within=within, grid=grid if within is not None else 200, confidence=confidence)
+    target = 2.0 * SENSITIVITY * np.log(len(candidates) / confidence) / each  # rank_error, this grid
     if ledger.neighbouring == "replace" and len(values) < 3 * target:  # N is public under replace-one only
         warnings.warn(f"{len(values)} records are few for private bounds at this ε: each end's rank error K is "
                       f"{target:.0f} records, and with fewer than about 3K records the ends are close to uniform "
                       "over the grid. Give more ε, a tighter public within=, or declare the bounds.",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=3)
     shift = _shift(within, len(candidates))
-    source = resolve_noise_source(rng)
     scale = _gumbel_scale(each, SENSITIVITY, False)
     details = {"algorithm": "private end: exponential mechanism over a public grid, utility min(records within s "
                             "steps inside the candidate, K) − records beyond it (sensitivity 1)",
                "sensitivity": SENSITIVITY, "num_candidates": int(len(candidates)), "shift s (grid steps)": shift,
-               "grid": "evenly over within" if within is not None else "0 and ±10^k, k from −6 to 9 by 1/8",
-               "K (most records beyond each end, at 1 − β)": float(target), "confidence": float(confidence)}
+               "grid": _grid_words(within, decades), "K (most records beyond each end, at 1 − β)": float(target),
+               "confidence": confidence}
     if within is not None:
         details["within"] = [float(within[0]), float(within[1])]
     planned = [LedgerEntry("exponential", each, count=1, event=None, neighbouring=ledger.neighbouring,
                            touched=f"{touched or 'records'}: {end} end of column {j}", noise_source=source.name,
                            details=dict(details))
                for j in range(columns) for end in ("lower", "upper")]
-    missing = int(np.sum(np.isnan(values)))
     lower, upper = np.empty(columns), np.empty(columns)
     with ledger.reserve(planned, what=f"private bounds of {columns} column(s)") as reservation:
         drawn = 0
@@ -298,14 +397,60 @@ def suggest_bounds(
                 reservation.commit(planned[:drawn])
             raise
         recorded = reservation.commit(planned)
-    # post-processing: an ordered pair, never a single point (a route needs lower < upper)
-    lower, upper = np.minimum(lower, upper), np.maximum(lower, upper)
-    point = lower == upper
-    upper[point] = candidates[np.minimum(np.searchsorted(candidates, upper[point], side="right"), len(candidates) - 1)]
-    if integer:  # whole numbers, outward (a candidate within 10⁻³ of one is read as it: −10⁻⁶ is 0, not −1)
-        lower, upper = np.floor(np.round(lower, 3)) + 0.0, np.ceil(np.round(upper, 3)) + 0.0  # no −0.0
-    upper = np.where(upper > lower, upper, lower + 1.0)  # still a point (the grid's last candidate): one unit up
-    if missing:
-        curator_report(f"{missing} value(s) of the records were not numbers and counted in no end's utility (the "
-                       "count is for the curator only: it is not released).", UserWarning, stacklevel=2)
-    return PrivateBounds(lower, upper, float(target), tuple(recorded))
+    return lower, upper, target, recorded
+
+
+def _grid_words(within: tuple[float, float] | None, decades: tuple[int, int]) -> str:
+    return "evenly over within" if within is not None else f"0 and ±10^k, k from {decades[0]} to {decades[1]} by 1/8"
+
+
+def _fences(values: np.ndarray, candidates: np.ndarray, eps: float, confidence: float, fence: float,
+            grid_words: str, ledger: "PrivacyLedger",
+            source: "NoiseSource", touched: str) -> tuple[np.ndarray, np.ndarray, float, tuple]:
+    """``method="fences"``: per column, the quartiles on the grid (first pass), again on an even grid between the
+    grid's candidates just outside them (second pass: the first pass's steps are a third of a decade, too coarse
+    for records far from 0), then (q₁ − f·IQR, q₃ + f·IQR) inside the support. Four ε/(4k) releases per column.
+    Where the quartiles are within 10⁻⁶ (over half the records share a value), the range is that value ± max(1, |v|)."""
+    from ..accounting import LedgerEntry
+    from .private_quantiles import QUANTILE_SENSITIVITY, private_quantile, private_quantile_cell
+
+    columns = values.shape[1]
+    each = eps / (4 * columns)
+    target = 2.0 * QUANTILE_SENSITIVITY * np.log(max(len(candidates), SECOND_PASS_GRID) / confidence) / each
+    details = {"algorithm": "private quartile: exponential mechanism over a public grid, utility "
+                            "−|(1 − q)·#below − q·#above| (sensitivity 1); range (q₁ − f·IQR, q₃ + f·IQR)",
+               "sensitivity": QUANTILE_SENSITIVITY, "fence f": fence,
+               "rank error (records, at 1 − β)": float(target), "confidence": confidence}
+    planned = [LedgerEntry("exponential", each, count=1, event=None, neighbouring=ledger.neighbouring,
+                           touched=f"{touched or 'records'}: {name} of column {j}, {stage}", noise_source=source.name,
+                           details={**details, "grid": grid_words if stage == "first pass"
+                                    else f"{SECOND_PASS_GRID} points evenly between the first pass's neighbours"})
+               for j in range(columns) for stage in ("first pass", "second pass") for name in ("q₁", "q₃")]
+    lower, upper = np.empty(columns), np.empty(columns)
+    with ledger.reserve(planned, what=f"private bounds of {columns} column(s)") as reservation:
+        drawn = 0
+        try:
+            for j in range(columns):
+                column = values[:, j]
+                ordered = np.sort(column[~np.isnan(column)])
+                clipped = np.clip(ordered, candidates[0], candidates[-1])
+                first = [private_quantile_cell(clipped, candidates, q, each, source) for q in (0.25, 0.75)]
+                drawn += 2
+                low, high = candidates[min(first)], candidates[max(first) + 1]  # the two cells' hull
+                fine = np.linspace(low, high, SECOND_PASS_GRID)
+                q1, q3 = (fine[private_quantile(np.clip(ordered, low, high), fine, q, each, source)]
+                          for q in (0.25, 0.75))
+                drawn += 2
+                q1, q3 = min(q1, q3), max(q1, q3)
+                # quartiles closer than the default grid's finest step: over half the records share one value (an
+                # indicator mostly 0), whose other values no multiple of the IQR reaches
+                spread = fence * (q3 - q1) if q3 - q1 >= POINT_MASS else max(1.0, abs(q1), abs(q3))
+                lower[j], upper[j] = q1 - spread, q3 + spread
+        except BaseException:
+            if drawn:
+                reservation.commit(planned[:drawn])
+            raise
+        recorded = reservation.commit(planned)
+    # the fences inside the grid's span (within=, or the support's part of 0, ±10ᵏ): no end where no candidate is
+    lower, upper = np.maximum(lower, candidates[0]), np.minimum(upper, candidates[-1])
+    return lower, upper, target, recorded

@@ -29,14 +29,14 @@ them that takes the model and its declarations.
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Any
+from dataclasses import fields, replace
+from typing import Any, Mapping
 
 from ..accounting import PrivacyLedger, resolve_ledger
 from ..accounting.validation import check_delta, check_epsilon
 from ..model.missing import restore_missing
 from ..trace.release import group_level_assumption
-from .base import Ran, RoutePlan, check_plan_keywords, check_request, execute, quiet_logs
+from .base import Ran, RoutePlan, check_plan_keywords, check_request, execute, public_names, quiet_logs
 from .gibbs import GibbsPlan, GibbsRun, plan_gibbs, plan_gibbs_run
 from .laplace import LaplacePlan, plan_laplace
 from .measurements import MeasurementsPlan, plan_measurements
@@ -45,9 +45,10 @@ from .chooser import AUTO_ORDER, ChosenRoute, choose_route
 from .options import AIS, OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, Measurements, RouteOptions, options_for
 from .saa import SAARun, plan_saa
 from .ais import AISRun, plan_ais
+from .selection import Selection, missing_bounds, plan_with_selection, resolve_selection
 
 __all__ = [
-    "sample", "METHODS", "AIS", "AISRun", "plan_ais", "Laplace", "Measurements", "MeasurementsPlan", "plan_measurements", "OPS", "Gibbs", "SAA", "SAARun", "plan_saa", "RouteOptions", "RoutePlan", "Ran", "execute",
+    "sample", "METHODS", "Selection", "AIS", "AISRun", "plan_ais", "Laplace", "Measurements", "MeasurementsPlan", "plan_measurements", "OPS", "Gibbs", "SAA", "SAARun", "plan_saa", "RouteOptions", "RoutePlan", "Ran", "execute",
     "OPSPlan", "plan_ops", "GibbsPlan", "plan_gibbs", "LaplacePlan", "OPSRun", "GibbsRun",
 ]
 
@@ -96,6 +97,14 @@ def sample(
         ``"replace"`` (N public) or ``"add_remove"``; default: the ledger's, else replace.
     model
         The model (default: the ``with`` block's), never modified.
+    selection
+        What to do when the request does not plan because a range the route needs is not declared
+        (``bounds=``: a family's values, a regression's or GLM's covariates and outcome): ``True``
+        (default) chooses each missing range privately on a share of ε and runs the route on the rest
+        (:mod:`pymc_dp.routes.selection`: under replace-one the least share in [0.05, 0.5] at which
+        each end misses by at most a tenth of the records, else 0.1; one ledger entry per end chosen,
+        with its value); a number in (0, 1) is the share; :class:`Selection` sets it and β; ``False``
+        refuses instead. Declared ranges are never replaced.
     **keywords
         The route's options by name (the fields of its route object, e.g.
         ``bounds=``, ``truncate=``, ``samples=``, ``temperature=``), then anything
@@ -131,8 +140,59 @@ def _plan(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighb
     from ..model._graph import number_of_records_private
 
     relation = neighbouring if neighbouring is not None else getattr(ledger, "neighbouring", "replace")
+    selection = resolve_selection(keywords.pop("selection", None))
     with quiet_logs(), number_of_records_private(relation == "add_remove"):
-        return _plan_route(model, draws, epsilon, method, ledger, neighbouring, keywords)
+        try:
+            return _plan_route(model, draws, epsilon, method, ledger, neighbouring, dict(keywords))
+        except ValueError as refusal:
+            chosen = _plan_choosing_ranges(model, draws, epsilon, method, ledger, neighbouring, keywords, selection)
+            if chosen is None:
+                raise _with_selection_note(refusal, selection, epsilon) from None
+            return chosen
+
+
+def _declared_bounds(method: Any, keywords: Mapping[str, Any]) -> Any:
+    return getattr(method, "bounds", None) if isinstance(method, RouteOptions) else keywords.get("bounds")
+
+
+def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighbouring: Any,
+                          keywords: dict, selection: Selection | None) -> RoutePlan | None:
+    """The plan that chooses the request's missing ranges privately (:mod:`pymc_dp.routes.selection`), or None
+    where nothing is missing, selection is off, or the request would not plan with them either."""
+    import pymc as pm
+
+    if selection is None or epsilon is None or (isinstance(method, RouteOptions) and not hasattr(method, "bounds")):
+        return None
+    try:
+        model = restore_missing(pm.modelcontext(model))
+        check_epsilon(epsilon)
+        public = getattr(method, "public", None) if isinstance(method, RouteOptions) else keywords.get("public")
+        requests = missing_bounds(model, _declared_bounds(method, keywords), public_names(public or ()))
+    except (TypeError, ValueError):
+        return None
+    if not requests:
+        return None
+
+    def plan(bounds: Mapping[str, Any], eps: float) -> RoutePlan:
+        if isinstance(method, RouteOptions):
+            return _plan_route(model, draws, eps, replace(method, bounds=bounds), ledger, neighbouring,
+                               dict(keywords))
+        return _plan_route(model, draws, eps, method, ledger, neighbouring, {**keywords, "bounds": bounds})
+
+    noise_rng = getattr(method, "noise_rng", None) if isinstance(method, RouteOptions) else keywords.get("noise_rng")
+    try:
+        return plan_with_selection(requests, selection, float(epsilon), _declared_bounds(method, keywords), plan,
+                                   noise_rng)
+    except ValueError:
+        return None
+
+
+def _with_selection_note(refusal: ValueError, selection: Selection | None, epsilon: Any) -> ValueError:
+    """The refusal, saying whether the missing ranges could have been chosen privately."""
+    if selection is None and epsilon is not None:
+        refusal.add_note("pymc_dp: with selection=True (the default) ranges left undeclared are chosen privately on "
+                         "a share of ε (pmdp.Selection); selection=False was given, so declare them.")
+    return refusal
 
 
 def _plan_route(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighbouring: Any,

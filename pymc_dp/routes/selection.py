@@ -1,0 +1,340 @@
+"""The privacy flag with nothing declared: data bounds chosen privately, inside the same ε.
+
+Every route but the Bernoulli's needs the range of the records it reads: a family's ``bounds={"y": {"x": ...}}``,
+a regression's or a GLM's covariate and outcome ranges. A range read off the records by the analyst is a release
+no ledger sees. When a ``pmdp.sample(epsilon=ε)`` request does not plan because such a range is missing, and
+``selection`` is on (the default), this module:
+
+1. works out, from the model's structure alone, which ranges are missing: for each private observed variable, its
+   covariates' (``'x'``: each column of ``X`` of ``[a +] X @ beta``, or the ``x`` of ``b * x``) and its outcome's
+   (``'y'``, where the likelihood needs one), or the values' own (``'x'`` of a family such as the Normal's);
+2. plans the request with public placeholder ranges at ``(1 − share) ε``: if that does not plan either, the
+   original refusal is raised (something else is missing); nothing is spent;
+3. reserves the whole ε on the ledger (the choice and the route together), then chooses every missing range with
+   :func:`pymc_dp.mechanisms.suggest_bounds` on ``share · ε`` (split evenly over the ends chosen; each end a ledger
+   entry of its own, with the value it released), and plans and runs the same route with the chosen ranges on
+   the rest.
+
+Each end is chosen on the likelihood's own support (read from PyMC's log-density: no end of a count or a positive
+outcome below 0), whole numbers where the records' container declares them. Declared ranges always win: only the
+missing ones are chosen. ``selection=False`` turns this off (the route's refusal then says what to declare);
+``selection=0.2`` (or :class:`Selection`) changes the share.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..accounting import LedgerEntry, PrivacyLedger
+from .base import Ran, RoutePlan
+
+__all__ = ["Selection", "DEFAULT_SHARE", "resolve_selection", "BoundRequest", "missing_bounds", "plan_with_selection"]
+
+#: The share of ε spent on choosing undeclared ranges where it cannot depend on N (add/remove neighbouring).
+DEFAULT_SHARE = 0.1
+#: Under replace-one (N public) the share is what :func:`needed_epsilon` asks, within [MIN_SHARE, MAX_SHARE].
+MIN_SHARE, MAX_SHARE = 0.05, 0.5
+
+
+@dataclass(frozen=True)
+class Selection:
+    """How ``pmdp.sample`` chooses the numbers a route needs and the request does not declare.
+
+    Attributes
+    ----------
+    share
+        The fraction of the call's ε spent on the choice (the route runs on the rest), in (0, 1). None (the default):
+        from public numbers, under replace-one what :func:`needed_epsilon` asks within [0.05, 0.5]; under
+        add/remove (N private) 0.1.
+    confidence
+        β of :func:`pymc_dp.mechanisms.suggest_bounds`, per end.
+    """
+
+    share: float | None = None
+    confidence: float = 0.01
+
+    def __post_init__(self) -> None:
+        share = self.share
+        if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float, np.floating))
+                                  or not 0.0 < float(share) < 1.0):
+            raise ValueError(f"selection's share must be a number in (0, 1) (the fraction of ε spent on choosing "
+                             f"undeclared ranges) or None (chosen from public numbers), got {share!r}. Nothing was "
+                             "spent.")
+        conf = self.confidence
+        if isinstance(conf, bool) or not isinstance(conf, (int, float, np.floating)) or not 0.0 < float(conf) < 1.0:
+            raise ValueError(f"selection's confidence must be a number in (0, 1), got {conf!r}. Nothing was spent.")
+
+    def share_for(self, epsilon: float, columns: int, records: int, neighbouring: str) -> float:
+        """The share of ``epsilon`` to spend on ``columns`` columns' ranges over ``records`` records (public
+        numbers only)."""
+        if self.share is not None:
+            return float(self.share)
+        if neighbouring != "replace":
+            return DEFAULT_SHARE
+        return float(np.clip(needed_epsilon(columns, records, self.confidence) / float(epsilon), MIN_SHARE, MAX_SHARE))
+
+
+def needed_epsilon(columns: int, records: int, confidence: float = 0.01) -> float:
+    """The ε at which each column's four quartile releases (:func:`pymc_dp.mechanisms.suggest_bounds`, fences) all
+    land near their quartiles with probability about 1 − β: a candidate far from the records scores −N/4 against
+    the quartile's 0, so each release needs N ε′ / 8 ≥ ln(4 G / β) (G the grid's 243 candidates; the four share
+    β), ε′ = ε / (4 × columns). One that misses makes the range too wide, not too narrow: on N(1000, 10) with
+    1,000 records and β per release, 1 column in 10 came out 14 times as wide as the others."""
+    from ..mechanisms.private_bounds import bounds_grid
+
+    return 4 * columns * 8.0 * np.log(4 * len(bounds_grid()) / confidence) / max(records, 1)
+
+
+def resolve_selection(value: Any) -> Selection | None:
+    """``selection=`` as given to ``pmdp.sample``: None or True (the default share), False (off), a share in
+    (0, 1), or a :class:`Selection`."""
+    if value is None or value is True:
+        return Selection()
+    if value is False:
+        return None
+    if isinstance(value, Selection):
+        return value
+    if isinstance(value, (int, float, np.floating)) and not isinstance(value, bool):
+        return Selection(share=float(value))
+    raise ValueError(f"selection must be True (choose undeclared ranges privately on a share of ε, the default), "
+                     f"False (never: declare them), a share of ε in (0, 1), or pmdp.Selection(...); got "
+                     f"{value!r}. Nothing was spent.")
+
+
+@dataclass(frozen=True)
+class BoundRequest:
+    """One missing range: ``bounds[variable][key]``, chosen on ``columns`` (records × columns, curator side)."""
+
+    variable: str
+    key: str
+    columns: np.ndarray = field(repr=False)
+    support: tuple[float, float] = (-np.inf, np.inf)
+    integer: bool = False
+    #: whether the route reads one (lo, hi) pair (a single column of values) or a pair of arrays (covariates)
+    arrays: bool = False
+
+    @property
+    def width(self) -> int:
+        return int(self.columns.shape[1])
+
+    def placeholder(self) -> Any:
+        """A public range of the right shape inside the support (valid for any likelihood): to test that the
+        request plans once the range is given."""
+        lo, hi = self.support
+        a = 1.0 if lo <= 1.0 else float(np.ceil(lo))
+        pair = (a, a + 1.0) if hi >= a + 1.0 else (max(lo, a - 1.0), a)
+        if self.arrays:
+            return (np.full(self.width, pair[0]), np.full(self.width, pair[1]))
+        return pair
+
+
+def _support(model: Any, rv: Any) -> tuple[float, float]:
+    """The support of ``rv``'s likelihood, from PyMC's log-density at the model's initial point: (0, inf) where −1 is
+    outside it, (tiny, inf) where 0 is too, an upper end of 1 where 2 is outside; (−inf, inf) if unreadable."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    shape = tuple(int(s) for s in _observed(model, rv).shape)
+
+    def inside(value: float) -> bool | None:
+        try:
+            logp = pm.logp(rv, pt.as_tensor(np.full(shape, value, dtype=rv.dtype if value == int(value) else float)),
+                           warn_rvs=False)
+            out = model.replace_rvs_by_values([pt.sum(logp)])[0]
+            fn = model.compile_fn(out, inputs=model.value_vars, on_unused_input="ignore")
+            return bool(np.isfinite(fn(model.initial_point())))
+        except Exception:  # noqa: BLE001 - a probe PyMC cannot evaluate says nothing
+            return None
+
+    lo = -np.inf if inside(-1.0) is not False else (0.0 if inside(0.0) is not False else float(np.finfo(float).tiny))
+    hi = np.inf if inside(2.0) is not False or inside(0.5) is False else 1.0
+    return float(lo), float(hi)
+
+
+def _observed(model: Any, rv: Any) -> np.ndarray:
+    from ..model.privatize_model import _observed_records
+
+    return np.asarray(_observed_records(model, rv))
+
+
+def _covariate_columns(model: Any, rv: Any, n: int) -> np.ndarray | None:
+    """The covariates whose ranges a route declares, records × covariates, in the order the routes read them (the
+    Laplace route's regression, else the GLM's slots); None where the likelihood has none."""
+    from ..model._graph import dim_lengths
+    from ..model.glm_structure import read_glm
+    from ..model.regression import linear_regression_of
+
+    predictor = linear_regression_of(rv, n, model.free_RVs, dim_lengths(model), [])
+    if predictor is not None:
+        return np.asarray(predictor.design, dtype=float)[:, :predictor.covariates]
+    structure = read_glm(rv, n, model.free_RVs, dim_lengths(model), [])
+    if structure is None or structure.covariates == 0:
+        return None
+    columns = []
+    for p in structure.predictors:
+        for kind, i in p.slots():
+            columns.append(np.asarray(p.block_scales[i] if kind == "slope" else p.design[:, i], dtype=float))
+    return np.column_stack(columns)
+
+
+def _outcome_declared_by_family(rv: Any) -> bool:
+    """Whether a GLM's outcome range follows from the likelihood (Bernoulli, Binomial with a constant n)."""
+    from ..model.score_measurements import _outcome_range
+
+    try:
+        _outcome_range(rv, {}, rv.name)
+    except ValueError:
+        return False
+    return True
+
+
+def missing_bounds(model: Any, bounds: Mapping[str, Any] | None, public: Sequence[str] = ()) -> list[BoundRequest]:
+    """The ranges a route may need that ``bounds`` does not declare, from the model's structure (no value read to
+    decide): per private observed variable, its covariates' and outcome's (a regression or GLM) or its values'."""
+    from ..families.registry import family_of_dist
+
+    out = []
+    for rv in model.observed_RVs:
+        if rv.name in set(public):
+            continue
+        given = (bounds or {}).get(rv.name)
+        if given is not None and not isinstance(given, Mapping):
+            continue  # the route says what is wrong with it
+        given = dict(given or {})
+        values = _observed(model, rv)
+        if values.ndim != 1:
+            continue  # rows of a multivariate likelihood: declared per coordinate
+        integer = values.dtype.kind in "iub"
+        covariates = _covariate_columns(model, rv, len(values))
+        if covariates is not None:
+            if "x" not in given:
+                out.append(BoundRequest(rv.name, "x", covariates, arrays=True))
+            if "y" not in given and not _outcome_declared_by_family(rv):
+                out.append(BoundRequest(rv.name, "y", values[:, None].astype(float), _support(model, rv), integer))
+            continue
+        try:
+            family, _ = family_of_dist(rv)
+        except ValueError:
+            continue
+        if "x" in family.bound_keys and "x" not in given:
+            out.append(BoundRequest(rv.name, "x", values[:, None].astype(float), _support(model, rv), integer))
+    return out
+
+
+def with_bounds(bounds: Mapping[str, Any] | None, chosen: Mapping[tuple[str, str], Any]) -> dict[str, dict[str, Any]]:
+    """``bounds`` with the chosen ranges added (declared ones untouched)."""
+    out = {name: dict(value) for name, value in (bounds or {}).items() if isinstance(value, Mapping)}
+    out.update({name: value for name, value in (bounds or {}).items() if not isinstance(value, Mapping)})
+    for (name, key), value in chosen.items():
+        out.setdefault(name, {})[key] = value
+    return out
+
+
+def _noise_source(noise_rng: Any) -> Any:
+    """The choice's noise: OpenDP's (None), or a stream of its own from a seed (never the route's own draws)."""
+    if noise_rng is None:
+        return None
+    if isinstance(noise_rng, (int, np.integer)) and not isinstance(noise_rng, bool):
+        return np.random.default_rng(np.random.SeedSequence([int(noise_rng), 0x5E1EC7]))
+    return noise_rng  # a Generator or NoiseSource: later draws are independent of these
+
+
+@dataclass
+class SelectionPlan(RoutePlan):
+    """A request whose missing ranges are chosen privately first: the choice's ε and the route's, reserved together."""
+
+    requests: Sequence[BoundRequest] = ()
+    selection: Selection = field(default_factory=Selection)
+    epsilon: float = 0.0
+    share: float = DEFAULT_SHARE
+    bounds: Mapping[str, Any] | None = None
+    replan: Callable[[Mapping[str, Any]], RoutePlan] | None = None
+    placeholder: RoutePlan | None = None
+    noise_rng: Any = None
+    _scratch: PrivacyLedger | None = None
+    _chosen: list = field(default_factory=list)
+    _inner: RoutePlan | None = None
+
+    @property
+    def what(self) -> str:
+        return f"{self.placeholder.what} with its ranges chosen privately"
+
+    @property
+    def route(self) -> str | None:
+        """The route the ranges were chosen for (as its entries name it)."""
+        return getattr(self.placeholder, "route", None) or self.placeholder.route_name
+
+    @property
+    def reads_records(self) -> bool:
+        return self.placeholder.reads_records
+
+    def run(self) -> Ran:
+        from ..mechanisms.private_bounds import suggest_bounds
+
+        self._scratch = PrivacyLedger(neighbouring=self.ledger.neighbouring)
+        self._chosen = []
+        columns = sum(r.width for r in self.requests)
+        budget = self.share * self.epsilon
+        rng = _noise_source(self.noise_rng)
+        chosen: dict[tuple[str, str], Any] = {}
+        for r in self.requests:
+            picked = suggest_bounds(r.columns, epsilon=budget * r.width / columns, ledger=self._scratch,
+                                    confidence=self.selection.confidence, integer=r.integer, support=r.support,
+                                    rng=rng, touched=f"{r.variable}: bounds[{r.key!r}]")
+            chosen[(r.variable, r.key)] = (picked.lower, picked.upper) if r.arrays else picked.pair
+            self._chosen.extend(self._annotated(r, picked))
+        self._inner = self.replan(with_bounds(self.bounds, chosen))
+        ran = self._inner.run()
+        return replace(ran, spent=[*self._selection_spent(), *ran.spent])
+
+    def _annotated(self, request: BoundRequest, picked: Any) -> list[LedgerEntry]:
+        """The entries of one range's choice with the range each column got (public: it is what was released)."""
+        per_column = len(picked.entries) // max(request.width, 1)
+        return [replace(e, details={
+            **e.details, "selection": "a range the request did not declare, chosen privately",
+            "share of the call's ε": self.share, "bounds": f"bounds[{request.variable!r}][{request.key!r}]",
+            "range chosen for the column": [float(picked.lower[k // per_column]), float(picked.upper[k // per_column])],
+            **({"route": self.route} if self.route else {})}) for k, e in enumerate(picked.entries)]
+
+    def _selection_spent(self) -> list[LedgerEntry]:
+        """The choice's entries: annotated where a range was finished, as drawn where one failed part-way."""
+        if self._scratch is None:
+            return []
+        annotated = {e.id: e for e in self._chosen}
+        return [annotated.get(e.id, e) for e in self._scratch.entries]
+
+    def spent_on_failure(self, failure: BaseException) -> Sequence[LedgerEntry]:
+        inner = self._inner.spent_on_failure(failure) if self._inner is not None else ()
+        return [*self._selection_spent(), *inner]
+
+
+def plan_with_selection(requests: Sequence[BoundRequest], selection: Selection, epsilon: float,
+                        bounds: Mapping[str, Any] | None, plan: Callable[[Mapping[str, Any], float], RoutePlan],
+                        noise_rng: Any) -> SelectionPlan:
+    """The :class:`SelectionPlan` of a request missing ``requests``: ``plan(bounds, ε)`` plans the route (raising
+    if it cannot) — with placeholders now, to price it and prove it would plan; with the chosen ranges at run time.
+    Raises what the placeholder plan raises; nothing is spent."""
+    placeholders = with_bounds(bounds, {(r.variable, r.key): r.placeholder() for r in requests})
+    relation = plan(placeholders, float(epsilon)).ledger.neighbouring
+    columns, records = sum(r.width for r in requests), min(len(r.columns) for r in requests)
+    share = selection.share_for(float(epsilon), columns, records, relation)
+    if relation == "replace" and share * float(epsilon) < needed_epsilon(columns, records, selection.confidence):
+        warnings.warn(
+            f"choosing {columns} range(s) privately over {records} records needs about ε = "
+            f"{needed_epsilon(columns, records, selection.confidence):.2g} to be reliable, and {share:g} of ε = "
+            f"{float(epsilon):g} is {share * float(epsilon):.2g}: a range may come out far too wide (noise) or cut "
+            "records. Declare the ranges (bounds=), give more ε, or pass selection= a larger share.",
+            UserWarning, stacklevel=4)
+    rest = float(epsilon) * (1.0 - share)
+    placeholder = plan(placeholders, rest)
+    reserved = [LedgerEntry("exponential", float(epsilon) * share, count=1, event=None, neighbouring=relation,
+                            touched="ranges the request did not declare, chosen privately")]
+    return SelectionPlan(
+        ledger=placeholder.ledger, entries=[*reserved, *placeholder.entries], requests=tuple(requests),
+        selection=selection, epsilon=float(epsilon), share=share, bounds=bounds, replan=lambda chosen: plan(chosen, rest),
+        placeholder=placeholder, noise_rng=noise_rng, assumptions=tuple(placeholder.assumptions),
+        route_name=placeholder.route_name)
