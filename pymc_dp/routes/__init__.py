@@ -181,8 +181,9 @@ def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, led
 
     noise_rng = getattr(method, "noise_rng", None) if isinstance(method, RouteOptions) else keywords.get("noise_rng")
     try:
+        relation = resolve_ledger(ledger, neighbouring).neighbouring
         return plan_with_selection(requests, selection, float(epsilon), _declared_bounds(method, keywords), plan,
-                                   noise_rng)
+                                   noise_rng, relation)
     except ValueError:
         return None
 

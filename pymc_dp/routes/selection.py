@@ -314,12 +314,13 @@ class SelectionPlan(RoutePlan):
 
 def plan_with_selection(requests: Sequence[BoundRequest], selection: Selection, epsilon: float,
                         bounds: Mapping[str, Any] | None, plan: Callable[[Mapping[str, Any], float], RoutePlan],
-                        noise_rng: Any) -> SelectionPlan:
+                        noise_rng: Any, relation: str) -> SelectionPlan:
     """The :class:`SelectionPlan` of a request missing ``requests``: ``plan(bounds, ε)`` plans the route (raising
     if it cannot) — with placeholders now, to price it and prove it would plan; with the chosen ranges at run time.
     Raises what the placeholder plan raises; nothing is spent."""
+    from ..accounting.curator import curator_reports
+
     placeholders = with_bounds(bounds, {(r.variable, r.key): r.placeholder() for r in requests})
-    relation = plan(placeholders, float(epsilon)).ledger.neighbouring
     columns, records = sum(r.width for r in requests), min(len(r.columns) for r in requests)
     share = selection.share_for(float(epsilon), columns, records, relation)
     if relation == "replace" and share * float(epsilon) < needed_epsilon(columns, records, selection.confidence):
@@ -330,7 +331,8 @@ def plan_with_selection(requests: Sequence[BoundRequest], selection: Selection, 
             "records. Declare the ranges (bounds=), give more ε, or pass selection= a larger share.",
             UserWarning, stacklevel=4)
     rest = float(epsilon) * (1.0 - share)
-    placeholder = plan(placeholders, rest)
+    with curator_reports(False):  # what the placeholders clip says nothing: they are not the ranges used
+        placeholder = plan(placeholders, rest)
     reserved = [LedgerEntry("exponential", float(epsilon) * share, count=1, event=None, neighbouring=relation,
                             touched="ranges the request did not declare, chosen privately")]
     return SelectionPlan(
