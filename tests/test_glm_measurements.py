@@ -198,7 +198,7 @@ def test_a_glm_without_the_outcomes_range_is_refused_before_anything_is_spent():
     x, y = _records("poisson", 100, 6)
     ledger = PrivacyLedger()
     with pytest.raises(ValueError, match=r"needs its outcome's range .* 'y': \(lo, hi\)"):
-        _sample(_glm("poisson", x, y), ledger, method="measurements", bounds={"y": {"x": (-1, 1)}})
+        _sample(_glm("poisson", x, y), ledger, method="measurements", bounds={"y": {"x": (-1, 1)}}, selection=False)
     with pytest.raises(ValueError, match="relation|neighbouring"):
         _sample(_glm("poisson", x, y), PrivacyLedger(neighbouring="add_remove"), method="measurements",
                 bounds={"y": {"x": (-1, 1), "y": (0, 20)}})

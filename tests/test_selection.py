@@ -112,7 +112,7 @@ def test_a_poisson_glm_gets_its_covariates_and_its_counts_ranges_chosen():
         b = pm.Normal("b", 0.0, 1.0, shape=2)
         pm.Poisson("y", pm.math.exp(a + pm.math.dot(X, b)), observed=counts)
     requests = missing_bounds(model, None)
-    assert [(r.key, r.width, r.arrays) for r in requests] == [("x", 2, True), ("y", 1, False)]
+    assert [(r.key, r.width, r.form) for r in requests] == [("x", 2, "arrays"), ("y", 1, "pair")]
     assert requests[1].support == (0.0, np.inf) and requests[1].integer
     trace = pmdp.sample(model=model, epsilon=2.0, noise_rng=4, random_seed=4, **SAMPLING)
     chosen = _chosen(trace)
@@ -168,3 +168,18 @@ def test_under_add_remove_the_share_is_the_default_and_nothing_reads_n():
         trace = pmdp.sample(model=model, epsilon=1.0, neighbouring="add_remove", noise_rng=2, random_seed=2,
                             **SAMPLING)
     assert sum(e.epsilon for e in _chosen(trace)) == pytest.approx(DEFAULT_SHARE)
+
+
+def test_a_poisson_count_bound_is_chosen_as_a_whole_number_above_the_counts():
+    """The Laplace route's Poisson family takes bounds={'c': {'upper': U}}: U is the chosen range's upper end, a
+    whole number at or above the counts' 99th percentile."""
+    counts = np.random.default_rng(1).poisson(3.0, 4000)
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", 2.0, 1.0)
+        pm.Poisson("c", lam, observed=counts)
+    (request,) = missing_bounds(model, None)
+    assert (request.key, request.form, request.integer, request.support) == ("upper", "upper", True, (0.0, np.inf))
+    trace = pmdp.sample(model=model, epsilon=1.0, noise_rng=2, random_seed=2, **SAMPLING)
+    lo, hi = _chosen(trace)[0].details["range chosen for the column"]
+    assert lo == 0.0 and hi == int(hi) and hi >= np.quantile(counts, 0.99)
+    assert abs(float(trace.posterior["lam"].mean()) - counts.mean()) < 0.2

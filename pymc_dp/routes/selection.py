@@ -114,8 +114,9 @@ class BoundRequest:
     columns: np.ndarray = field(repr=False)
     support: tuple[float, float] = (-np.inf, np.inf)
     integer: bool = False
-    #: whether the route reads one (lo, hi) pair (a single column of values) or a pair of arrays (covariates)
-    arrays: bool = False
+    #: what the route reads: ``"pair"`` (one (lo, hi) for a column of values), ``"arrays"`` (a pair of arrays, one
+    #: entry per covariate) or ``"upper"`` (the largest value alone: a Poisson family's count bound)
+    form: str = "pair"
 
     @property
     def width(self) -> int:
@@ -127,9 +128,9 @@ class BoundRequest:
         lo, hi = self.support
         a = 1.0 if lo <= 1.0 else float(np.ceil(lo))
         pair = (a, a + 1.0) if hi >= a + 1.0 else (max(lo, a - 1.0), a)
-        if self.arrays:
+        if self.form == "arrays":
             return (np.full(self.width, pair[0]), np.full(self.width, pair[1]))
-        return pair
+        return pair[1] if self.form == "upper" else pair
 
 
 def _support(model: Any, rv: Any) -> tuple[float, float]:
@@ -197,6 +198,8 @@ def missing_bounds(model: Any, bounds: Mapping[str, Any] | None, public: Sequenc
     decide): per private observed variable, its covariates' and outcome's (a regression or GLM) or its values'."""
     from ..families.registry import family_of_dist
 
+    if bounds is not None and not isinstance(bounds, Mapping):
+        return []  # the route says what shape bounds= takes
     out = []
     for rv in model.observed_RVs:
         if rv.name in set(public):
@@ -212,7 +215,7 @@ def missing_bounds(model: Any, bounds: Mapping[str, Any] | None, public: Sequenc
         covariates = _covariate_columns(model, rv, len(values))
         if covariates is not None:
             if "x" not in given:
-                out.append(BoundRequest(rv.name, "x", covariates, arrays=True))
+                out.append(BoundRequest(rv.name, "x", covariates, form="arrays"))
             if "y" not in given and not _outcome_declared_by_family(rv):
                 out.append(BoundRequest(rv.name, "y", values[:, None].astype(float), _support(model, rv), integer))
             continue
@@ -220,8 +223,10 @@ def missing_bounds(model: Any, bounds: Mapping[str, Any] | None, public: Sequenc
             family, _ = family_of_dist(rv)
         except ValueError:
             continue
-        if "x" in family.bound_keys and "x" not in given:
-            out.append(BoundRequest(rv.name, "x", values[:, None].astype(float), _support(model, rv), integer))
+        for key in family.bound_keys:
+            if key in ("x", "upper") and key not in given:
+                out.append(BoundRequest(rv.name, key, values[:, None].astype(float), _support(model, rv), integer,
+                                        form="pair" if key == "x" else "upper"))
     return out
 
 
@@ -285,7 +290,8 @@ class SelectionPlan(RoutePlan):
             picked = suggest_bounds(r.columns, epsilon=budget * r.width / columns, ledger=self._scratch,
                                     confidence=self.selection.confidence, integer=r.integer, support=r.support,
                                     rng=rng, touched=f"{r.variable}: bounds[{r.key!r}]")
-            chosen[(r.variable, r.key)] = (picked.lower, picked.upper) if r.arrays else picked.pair
+            chosen[(r.variable, r.key)] = ((picked.lower, picked.upper) if r.form == "arrays" else
+                                           float(picked.upper[0]) if r.form == "upper" else picked.pair)
             self._chosen.extend(self._annotated(r, picked))
         self._inner = self.replan(with_bounds(self.bounds, chosen))
         ran = self._inner.run()
