@@ -126,7 +126,10 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert not {"observed_data", "constant_data", "log_likelihood"} & groups
     import pymc_dp as pmdp
 
-    assert pmdp.ledger("analysis.nc").total().epsilon == pytest.approx(0.5)
+    ledger = pmdp.ledger("analysis.nc")
+    assert ledger.total().epsilon == pytest.approx(1.0)  # nothing declared: the range's choice is inside the ε
+    assert any("selection" in e.details for e in ledger.entries)
+    assert float(public.posterior["mu"].mean()) == pytest.approx(170.0, abs=1.5)
 
 
 @pytest.mark.slow
