@@ -697,40 +697,29 @@ def _private_bounds(broken: bool, secure: bool):
     return run, 0, 1
 
 
-#: The neighbours of the private quartile targets (records on 0.1, 0.3, 0.5, 0.7, 0.9; a grid of six over (0, 1)),
+#: The neighbours of the private quartile target (records on 0.1, 0.3, 0.5, 0.7, 0.9; a grid of six over (0, 1)),
 #: found by an exact search of such pairs for the largest loss on an event of probability above 0.1 at ε = 1 whose
-#: twin (ε doubled) reaches probability above 0.03. The point score (the fences' second pass): 5, 3, 7 and 6 records
-#: at 0.1, 0.5, 0.7 and 0.9, one 0.1 moved to 0.9; the chosen candidate 0.6 has probability 0.12 against 0.27, a
-#: loss of 0.78 (the twin's 1.77). The cell score (first pass): 2 records at 0.3 and 5 at 0.9, one 0.9 moved to
-#: 0.05; the cell [0, 0.2) has probability 0.10 against 0.21, a loss of 0.71 (the twin's 1.41).
-QUARTILE_AUDIT_RECORDS = {
-    "point": {0: np.repeat([0.1, 0.5, 0.7, 0.9], [5, 3, 7, 6]), 1: np.repeat([0.1, 0.5, 0.7, 0.9], [4, 3, 7, 7])},
-    "cell": {0: np.repeat([0.3, 0.9], [2, 5]), 1: np.r_[0.05, np.repeat([0.3, 0.9], [2, 4])]},
-}
+#: twin (ε doubled) reaches probability above 0.03: 2 records at 0.3 and 5 at 0.9, one 0.9 moved to 0.05; the cell
+#: [0, 0.2) has probability 0.10 against 0.21, a loss of 0.71 (the twin's 1.41).
+QUARTILE_AUDIT_RECORDS = {0: np.repeat([0.3, 0.9], [2, 5]), 1: np.r_[0.05, np.repeat([0.3, 0.9], [2, 4])]}
 
 
-def _private_quartile(kind: str):
-    """The first quartile at ε = 1 over six candidates evenly on (0, 1): :func:`~pymc_dp.mechanisms.private_quantiles.
-    private_quantile` (``kind="point"``) or ``private_quantile_cell`` (``"cell"``), the two releases of each
-    fence pass of ``suggest_bounds``. The release is the chosen index; the broken twin's Gumbel noise is halved."""
+def _private_quartile(broken: bool, secure: bool):
+    """The first quartile's cell at ε = 1 over six candidates evenly on (0, 1)
+    (:func:`~pymc_dp.mechanisms.private_quantiles.private_quantile_cell`, each of the four releases of a column of
+    ``suggest_bounds``'s fences). The release is the chosen cell's index; the broken twin's Gumbel noise is halved."""
+    from ..mechanisms.noise import resolve_noise_source
+    from ..mechanisms.private_quantiles import private_quantile_cell
 
-    def target(broken: bool, secure: bool):
-        from ..mechanisms.noise import resolve_noise_source
-        from ..mechanisms.private_quantiles import private_quantile, private_quantile_cell
+    grid = np.linspace(0.0, 1.0, 6)
+    records = {k: np.sort(v) for k, v in QUARTILE_AUDIT_RECORDS.items()}
 
-        grid = np.linspace(0.0, 1.0, 6)
-        choose = private_quantile if kind == "point" else private_quantile_cell
-        records = {k: np.sort(v) for k, v in QUARTILE_AUDIT_RECORDS[kind].items()}
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        source = resolve_noise_source(_noise(secure, rng))
+        source = _HalvedNoise(source) if broken else source
+        return np.array([private_quantile_cell(records[s], grid, 0.25, 1.0, source) for _ in range(size)], dtype=float)
 
-        def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
-            source = resolve_noise_source(_noise(secure, rng))
-            source = _HalvedNoise(source) if broken else source
-            return np.array([choose(records[s], grid, 0.25, 1.0, source) for _ in range(size)], dtype=float)
-
-        return run, 0, 1
-
-    target.__name__ = f"_private_quartile_{kind}"
-    return target
+    return run, 0, 1
 
 
 # ---------------------------------------------------------------------------- regularised logistic regression and PCA
@@ -1125,10 +1114,8 @@ TARGETS: tuple[AuditTarget, ...] = (
                 40_000, _private_clip, events="exact"),
     AuditTarget("private bounds (suggest_bounds, tails: the upper end, an ε/2 exponential mechanism)", 0.5, 0.0, 40_000,
                 _private_bounds, events="exact"),
-    AuditTarget("private quartile (fences' second pass: a candidate by rank)", 1.0, 0.0, 40_000,
-                _private_quartile("point"), events="exact"),
-    AuditTarget("private quartile cell (fences' first pass: the grid cell holding it)", 1.0, 0.0, 40_000,
-                _private_quartile("cell"), events="exact"),
+    AuditTarget("private quartile (suggest_bounds, fences: the grid cell holding it)", 1.0, 0.0, 40_000,
+                _private_quartile, events="exact"),
     AuditTarget("output perturbation (logistic regression, CMS11 Alg. 1)", 1.0, 0.0, 20_000, _output_perturbation),
     AuditTarget("objective perturbation (logistic regression, CMS11 Alg. 2)", 1.0, 0.0, 20_000,
                 _objective_perturbation),

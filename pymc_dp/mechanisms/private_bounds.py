@@ -177,7 +177,7 @@ FENCE = 3.0
 #: Quartiles closer than this (the default grid's finest step) are read as one value shared by over half the records.
 POINT_MASS = 1e-6
 #: The second pass's candidates: evenly spaced over the first pass's quartiles widened by one grid step each way.
-SECOND_PASS_GRID = 201
+SECOND_PASS_GRID = 2001
 
 
 def _within_support(candidates: np.ndarray, support: tuple[float, float] | None) -> np.ndarray:
@@ -248,7 +248,8 @@ def suggest_bounds(
     records
         One row per record: a 1-D array (one column) or a 2-D array (records × columns).
     epsilon
-        The total ε of the choice; each of the 2k ends gets ε / (2k).
+        The total ε of the choice over k columns: the fences spend ε / (4k) on each of a column's four quartile
+        releases, the tails ε / (2k) on each end; one ledger entry per release.
     ledger
         The :class:`~pymc_dp.accounting.PrivacyLedger` to charge (one entry per end). Required.
     within
@@ -285,8 +286,9 @@ def suggest_bounds(
     Returns
     -------
     PrivateBounds
-        ``.pairs`` (one ``(lower, upper)`` per column), ``.pair`` for one column, ``.target`` (K: with
-        probability 1 − β an end leaves fewer than 2K records beyond it, fewer than K where some candidate earns K)
+        ``.pairs`` (one ``(lower, upper)`` per column), ``.pair`` for one column, ``.target`` (the tails: K, with
+        probability 1 − β an end leaves fewer than 2K records beyond it, fewer than K where some candidate earns K;
+        the fences: how many ranks a quartile may miss by at 1 − β)
         and the ledger entries.
 
     Raises
@@ -412,7 +414,7 @@ def _fences(values: np.ndarray, candidates: np.ndarray, eps: float, confidence: 
     for records far from 0), then (q₁ − f·IQR, q₃ + f·IQR) inside the support. Four ε/(4k) releases per column.
     Where the quartiles are within 10⁻⁶ (over half the records share a value), the range is that value ± max(1, |v|)."""
     from ..accounting import LedgerEntry
-    from .private_quantiles import QUANTILE_SENSITIVITY, private_quantile, private_quantile_cell
+    from .private_quantiles import QUANTILE_SENSITIVITY, private_quantile_cell
 
     columns = values.shape[1]
     each = eps / (4 * columns)
@@ -438,10 +440,14 @@ def _fences(values: np.ndarray, candidates: np.ndarray, eps: float, confidence: 
                 drawn += 2
                 low, high = candidates[min(first)], candidates[max(first) + 1]  # the two cells' hull
                 fine = np.linspace(low, high, SECOND_PASS_GRID)
-                q1, q3 = (fine[private_quantile(np.clip(ordered, low, high), fine, q, each, source)]
-                          for q in (0.25, 0.75))
+                inside = np.clip(ordered, low, high)
+                # cells again, read outward (q₁ at its cell's lower edge, q₃ at its upper edge): between two values
+                # of discrete records (an indicator's 0 and 1) every candidate scores alike, and a candidate chosen
+                # there put q₃ of a 30 %-ones indicator below 1 three times in four
+                cell1 = private_quantile_cell(inside, fine, 0.25, each, source)
+                cell3 = private_quantile_cell(inside, fine, 0.75, each, source)
                 drawn += 2
-                q1, q3 = min(q1, q3), max(q1, q3)
+                q1, q3 = min(fine[cell1], fine[cell3]), max(fine[cell1 + 1], fine[cell3 + 1])
                 # quartiles closer than the default grid's finest step: over half the records share one value (an
                 # indicator mostly 0), whose other values no multiple of the IQR reaches
                 spread = fence * (q3 - q1) if q3 - q1 >= POINT_MASS else max(1.0, abs(q1), abs(q3))

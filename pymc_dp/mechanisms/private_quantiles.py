@@ -1,15 +1,17 @@
-"""A private quantile over a public grid: the exponential mechanism on the records' ranks.
+"""A private quantile over a public grid: the exponential mechanism on the records' ranks, choosing a grid cell.
 
-For a level q in (0, 1) and public candidates c_1 < … < c_G, each candidate scores
+For a level q in (0, 1), public candidates c_1 < … < c_G and f(c) = (1 − q) · #{x < c} − q · #{x ≥ c} (zero
+where c splits the records q : 1 − q, non-decreasing in c), each cell [c_i, c_{i+1}) scores
 
-    u(c) = −|(1 − q) · #{x < c} − q · #{x > c}|,
+    u_i = −max(0, f(c_i), −f(c_{i+1})),
 
-zero where c splits the records q : 1 − q. One record added or removed moves one of the two counts by one
-(the score by at most max(q, 1 − q)); one record replaced moves one count down and another up, or one count
-by one (the score by at most (1 − q) + q = 1). So the sensitivity is 1 under either neighbouring relation and
-the choice, drawn with probability ∝ exp(ε u / 2), is ε-DP.
+zero for the cell where f changes sign (the quantile's) and minus how far f is from 0 elsewhere. One record
+added or removed moves one of the two counts by one (f by at most max(q, 1 − q)); one record replaced moves one
+count down and another up, or one count by one (f by at most (1 − q) + q = 1). So the sensitivity is 1 under
+either neighbouring relation (a bound: max(q, 1 − q) under add/remove) and the choice, drawn with probability
+∝ exp(ε u / 2), is ε-DP.
 
-Candidates far from the records all score about −q N (or −(1 − q) N), so a central level is found
+Cells far from the records all score about −q N (or −(1 − q) N), so a central level is found
 accurately: with G candidates the chosen one's rank misses q N by more than 2 ln(G / β) / ε with probability at
 most β. An extreme level is not — near q = 0.01 the far candidates score −0.01 N, too close to the best at
 small N ε, which is why :func:`pymc_dp.mechanisms.suggest_bounds` reaches the tails from the quartiles
@@ -27,17 +29,10 @@ from .exponential import _gumbel_scale
 if TYPE_CHECKING:  # pragma: no cover
     from .noise import NoiseSource
 
-__all__ = ["quantile_scores", "cell_scores", "private_quantile", "private_quantile_cell", "QUANTILE_SENSITIVITY"]
+__all__ = ["cell_scores", "private_quantile_cell", "QUANTILE_SENSITIVITY"]
 
 #: The scores' sensitivity under replace-one and under add/remove (see the module docstring).
 QUANTILE_SENSITIVITY = 1.0
-
-
-def quantile_scores(ordered: np.ndarray, candidates: np.ndarray, q: float) -> np.ndarray:
-    """u(c) = −|(1 − q) #{x < c} − q #{x > c}| for each candidate, from the records sorted ascending (no NaN)."""
-    below = np.searchsorted(ordered, candidates, side="left")
-    above = len(ordered) - np.searchsorted(ordered, candidates, side="right")
-    return -np.abs((1.0 - q) * below - q * above)
 
 
 def _balance(ordered: np.ndarray, points: np.ndarray, q: float) -> np.ndarray:
@@ -65,11 +60,3 @@ def private_quantile_cell(ordered: np.ndarray, candidates: np.ndarray, q: float,
     exponential mechanism by report-noisy-max). The caller records the ledger entry."""
     scale = _gumbel_scale(float(epsilon), QUANTILE_SENSITIVITY, False)
     return int(source.gumbel_argmax(cell_scores(ordered, candidates, float(q)), scale))
-
-
-def private_quantile(ordered: np.ndarray, candidates: np.ndarray, q: float, epsilon: float,
-                     source: "NoiseSource") -> int:
-    """The index of the candidate chosen for level ``q`` at ``epsilon`` (report-noisy-max with Gumbel noise, the
-    exponential mechanism exactly). The caller records the ledger entry."""
-    scale = _gumbel_scale(float(epsilon), QUANTILE_SENSITIVITY, False)
-    return int(source.gumbel_argmax(quantile_scores(ordered, candidates, float(q)), scale))

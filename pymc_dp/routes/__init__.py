@@ -101,10 +101,10 @@ def sample(
         What to do when the request does not plan because a range the route needs is not declared
         (``bounds=``: a family's values, a regression's or GLM's covariates and outcome): ``True``
         (default) chooses each missing range privately on a share of ε and runs the route on the rest
-        (:mod:`pymc_dp.routes.selection`: under replace-one the least share in [0.05, 0.5] at which
-        each end misses by at most a tenth of the records, else 0.1; one ledger entry per end chosen,
-        with its value); a number in (0, 1) is the share; :class:`Selection` sets it and β; ``False``
-        refuses instead. Declared ranges are never replaced.
+        (:mod:`pymc_dp.routes.selection`: under replace-one what the private quartiles need,
+        ``needed_epsilon``, within [0.05, 0.5] of ε, else 0.1; four ledger entries per range, each
+        with the range it gave); a number in (0, 1) is the share; :class:`Selection` sets it and β;
+        ``False`` refuses instead. Declared ranges are never replaced.
     **keywords
         The route's options by name (the fields of its route object, e.g.
         ``bounds=``, ``truncate=``, ``samples=``, ``temperature=``), then anything

@@ -11,12 +11,13 @@ no ledger sees. When a ``pmdp.sample(epsilon=ε)`` request does not plan because
 2. plans the request with public placeholder ranges at ``(1 − share) ε``: if that does not plan either, the
    original refusal is raised (something else is missing); nothing is spent;
 3. reserves the whole ε on the ledger (the choice and the route together), then chooses every missing range with
-   :func:`pymc_dp.mechanisms.suggest_bounds` on ``share · ε`` (split evenly over the ends chosen; each end a ledger
-   entry of its own, with the value it released), and plans and runs the same route with the chosen ranges on
-   the rest.
+   :func:`pymc_dp.mechanisms.suggest_bounds` (fences) on ``share · ε`` (split evenly over the columns; four ledger
+   entries a column, each with the range it gave), and plans and runs the same route with the chosen ranges on
+   the rest (refusing, with the choice recorded, if that plan is not the route and price reserved).
 
-Each end is chosen on the likelihood's own support (read from PyMC's log-density: no end of a count or a positive
-outcome below 0), whole numbers where the records' container declares them. Declared ranges always win: only the
+Each range is chosen on the likelihood's own support, from its kind alone (:data:`SUPPORTS`: no end of a count or a
+positive outcome below 0), in whole numbers where the observed values' dtype (as PyMC holds them) is an integer
+one; covariates are never rounded. Declared ranges always win: only the
 missing ones are chosen. ``selection=False`` turns this off (the route's refusal then says what to declare);
 ``selection=0.2`` (or :class:`Selection`) changes the share.
 """
@@ -133,27 +134,32 @@ class BoundRequest:
         return pair[1] if self.form == "upper" else pair
 
 
+#: Likelihoods whose support is not the whole line, by PyMC op name: (lower, upper), a strictly positive lower end
+#: as the smallest positive double. Read from the likelihood's kind alone, never from its parameters or data.
+_TINY = float(np.finfo(float).tiny)
+SUPPORTS = {
+    **{name: (0.0, np.inf) for name in (
+        "poisson", "negative_binomial", "negativebinomial", "binomial", "betabinomial", "beta_binomial",
+        "geometric", "discrete_weibull", "zero_inflated_poisson", "zero_inflated_negative_binomial",
+        "zero_inflated_binomial", "hurdle_poisson", "hurdle_negative_binomial", "exponential", "halfnormal",
+        "half_normal", "halfcauchy", "half_cauchy", "halfstudentt", "half_studentt", "chisquare", "chisquared",
+        "rice", "hurdle_gamma", "hurdle_lognormal")},
+    **{name: (_TINY, np.inf) for name in (
+        "gamma", "lognormal", "weibull", "wald", "invgamma", "inverse_gamma", "inversegamma", "pareto",
+        "exgaussian_positive")},
+    **{name: (_TINY, 1.0 - np.finfo(float).eps) for name in ("beta", "kumaraswamy", "logitnormal", "logit_normal")},
+}
+
+
 def _support(model: Any, rv: Any) -> tuple[float, float]:
-    """The support of ``rv``'s likelihood, from PyMC's log-density at the model's initial point: (0, inf) where −1 is
-    outside it, (tiny, inf) where 0 is too, an upper end of 1 where 2 is outside; (−inf, inf) if unreadable."""
-    import pymc as pm
-    import pytensor.tensor as pt
+    """The support of ``rv``'s likelihood from its kind (:data:`SUPPORTS`; the whole line otherwise): public, never
+    read from parameters or data. (A log-density probe at the model's start point read the other observed data and
+    covariates through the parameters: one infinite covariate record changed the outcome's support, hence the
+    released range.)"""
+    from ..families.base import rv_op_name
 
-    shape = tuple(int(s) for s in _observed(model, rv).shape)
-
-    def inside(value: float) -> bool | None:
-        try:
-            logp = pm.logp(rv, pt.as_tensor(np.full(shape, value, dtype=rv.dtype if value == int(value) else float)),
-                           warn_rvs=False)
-            out = model.replace_rvs_by_values([pt.sum(logp)])[0]
-            fn = model.compile_fn(out, inputs=model.value_vars, on_unused_input="ignore")
-            return bool(np.isfinite(fn(model.initial_point())))
-        except Exception:  # noqa: BLE001 - a probe PyMC cannot evaluate says nothing
-            return None
-
-    lo = -np.inf if inside(-1.0) is not False else (0.0 if inside(0.0) is not False else float(np.finfo(float).tiny))
-    hi = np.inf if inside(2.0) is not False or inside(0.5) is False else 1.0
-    return float(lo), float(hi)
+    name = rv_op_name(rv).removeprefix("clipped ").lower()
+    return SUPPORTS.get(name, (-np.inf, np.inf))
 
 
 def _observed(model: Any, rv: Any) -> np.ndarray:
@@ -294,8 +300,23 @@ class SelectionPlan(RoutePlan):
                                            float(picked.upper[0]) if r.form == "upper" else picked.pair)
             self._chosen.extend(self._annotated(r, picked))
         self._inner = self.replan(with_bounds(self.bounds, chosen))
+        self._check_priced_as_reserved()
         ran = self._inner.run()
         return replace(ran, spent=[*self._selection_spent(), *ran.spent])
+
+    def _check_priced_as_reserved(self) -> None:
+        """The route planned with the chosen ranges must be the one priced with the placeholders, at no more ε or
+        δ: the reservation was made for that one (the ranges already drawn are recorded if not)."""
+        def total(plan: RoutePlan) -> tuple[float, float]:
+            return (sum(e.epsilon * e.count for e in plan.entries), sum(e.delta * e.count for e in plan.entries))
+
+        route = getattr(self._inner, "route", None) or self._inner.route_name
+        (eps, delta), (eps0, delta0) = total(self._inner), total(self.placeholder)
+        if route != self.route or eps > eps0 * (1 + 1e-9) or delta > delta0 * (1 + 1e-9) + 1e-300:
+            raise RuntimeError(
+                f"with the ranges chosen the request planned as {route!r} at ε = {eps:.4g}, δ = {delta:.3g}, not as "
+                f"reserved ({self.route!r}, ε = {eps0:.4g}, δ = {delta0:.3g}); the chosen ranges are recorded as "
+                "spent. Declare the ranges (the ledger's entries hold the ones chosen) and run again.")
 
     def _annotated(self, request: BoundRequest, picked: Any) -> list[LedgerEntry]:
         """The entries of one range's choice with the range each column got (public: it is what was released)."""
