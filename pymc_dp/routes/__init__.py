@@ -91,28 +91,21 @@ def sample(
         name — ``"laplace"``, ``"measurements"``, ``"ops"``, ``"gibbs"``, ``"saa"``,
         ``"ais"`` — or a route object (:class:`Laplace`, :class:`Measurements`,
         :class:`OPS`, :class:`Gibbs`, :class:`SAA`, :class:`AIS`) carrying its options.
-    ledger
-        Ledger to charge: the cost is reserved on it before anything is drawn.
-    neighbouring
-        ``"replace"`` (N public) or ``"add_remove"``; default: the ledger's, else replace.
+    ledger, neighbouring
+        Ledger to charge (the cost is reserved on it before anything is drawn); ``"replace"`` (N public) or
+        ``"add_remove"`` (default: the ledger's, else replace).
     model
         The model (default: the ``with`` block's), never modified.
     selection
-        What to do when the request does not plan because a range the route needs is not declared
-        (``bounds=``: a family's values, a regression's or GLM's covariates and outcome): ``True``
-        (default) chooses each missing range privately on a share of ε and runs the route on the rest
-        (:mod:`pymc_dp.routes.selection`: under replace-one what the private quartiles need,
-        ``needed_epsilon``, within [0.05, 0.5] of ε, else 0.1; four ledger entries per range, each
-        with the range it gave); a number in (0, 1) is the share; :class:`Selection` sets it and β;
-        ``False`` refuses instead. Declared ranges are never replaced.
+        ``True`` (default): a data range the route needs and ``bounds=`` lacks is chosen privately on a
+        share of ε (:mod:`pymc_dp.routes.selection`); a share in (0, 1), a :class:`Selection`, or ``False``.
     **keywords
         The route's options by name (the fields of its route object, e.g.
         ``bounds=``, ``truncate=``, ``samples=``, ``temperature=``), then anything
         ``pm.sample`` takes (``tune``, ``chains``, ``random_seed``, ``step``, ...).
         An option of another route, or a keyword ``pm.sample`` does not know, is
-        refused before anything is spent. ``nuts_sampler=`` defaults to PyMC's choice on
-        the laplace route (nutpie's compilation is reused: :mod:`pymc_dp.routes.nutpie_cache`)
-        and to PyMC's NUTS on ops and saa, whose models hold the records (nutpie compiles per call).
+        refused before anything is spent. ``nuts_sampler=``: PyMC's choice on laplace
+        (:mod:`pymc_dp.routes.nutpie_cache`), PyMC's NUTS on ops and saa (their models hold the records).
 
     Returns
     -------
@@ -123,10 +116,9 @@ def sample(
     ------
     ValueError
         For anything that cannot be proven private (the message says what to declare); before any spend.
+        What each route releases and charges, also on failure: the threat-model page.
     pymc_dp.BudgetExceededError
         If the ledger's budget cannot pay for the run; nothing is drawn then.
-
-    What each route releases and charges, also on failure: the threat-model page.
     """
     return execute(_plan(model, draws, epsilon, method, ledger, neighbouring, keywords))
 
