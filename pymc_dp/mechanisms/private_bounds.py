@@ -382,24 +382,36 @@ def _tails(values: np.ndarray, candidates: np.ndarray, eps: float, confidence: f
                            touched=f"{touched or 'records'}: {end} end of column {j}", noise_source=source.name,
                            details=dict(details))
                for j in range(columns) for end in ("lower", "upper")]
-    lower, upper = np.empty(columns), np.empty(columns)
+
+    def ends(j: int, drawn: list[int]) -> tuple[float, float]:
+        column = values[:, j]
+        ordered = np.sort(np.clip(column[~np.isnan(column)], candidates[0], candidates[-1]))
+        lower_utility, upper_utility = end_utilities(ordered, candidates, target, shift)
+        lower = candidates[source.gumbel_argmax(lower_utility, scale)]
+        drawn[0] += 1
+        upper = candidates[source.gumbel_argmax(upper_utility, scale)]
+        drawn[0] += 1
+        return lower, upper
+
+    lower, upper, recorded = _column_by_column(ledger, planned, columns, ends)
+    return lower, upper, target, recorded
+
+
+def _column_by_column(ledger: "PrivacyLedger", planned: list, columns: int,
+                      choose: Any) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """Reserve ``planned``, then ``choose(j, drawn)`` each column's (lower, upper), ``drawn[0]`` counting the releases
+    drawn so far: if a column fails, those are recorded (their noise was drawn) before the error propagates."""
+    lower, upper, drawn = np.empty(columns), np.empty(columns), [0]
     with ledger.reserve(planned, what=f"private bounds of {columns} column(s)") as reservation:
-        drawn = 0
         try:
             for j in range(columns):
-                column = values[:, j]
-                ordered = np.sort(np.clip(column[~np.isnan(column)], candidates[0], candidates[-1]))
-                lower_utility, upper_utility = end_utilities(ordered, candidates, target, shift)
-                lower[j] = candidates[source.gumbel_argmax(lower_utility, scale)]
-                drawn += 1
-                upper[j] = candidates[source.gumbel_argmax(upper_utility, scale)]
-                drawn += 1
+                lower[j], upper[j] = choose(j, drawn)
         except BaseException:
-            if drawn:  # noise was drawn: those choices are spent whatever failed after them
-                reservation.commit(planned[:drawn])
+            if drawn[0]:  # noise was drawn: those choices are spent whatever failed after them
+                reservation.commit(planned[:drawn[0]])
             raise
         recorded = reservation.commit(planned)
-    return lower, upper, target, recorded
+    return lower, upper, recorded
 
 
 def _grid_words(within: tuple[float, float] | None, decades: tuple[int, int]) -> str:
@@ -428,35 +440,29 @@ def _fences(values: np.ndarray, candidates: np.ndarray, eps: float, confidence: 
                            details={**details, "grid": grid_words if stage == "first pass"
                                     else f"{SECOND_PASS_GRID} points evenly between the first pass's neighbours"})
                for j in range(columns) for stage in ("first pass", "second pass") for name in ("q₁", "q₃")]
-    lower, upper = np.empty(columns), np.empty(columns)
-    with ledger.reserve(planned, what=f"private bounds of {columns} column(s)") as reservation:
-        drawn = 0
-        try:
-            for j in range(columns):
-                column = values[:, j]
-                ordered = np.sort(column[~np.isnan(column)])
-                clipped = np.clip(ordered, candidates[0], candidates[-1])
-                first = [private_quantile_cell(clipped, candidates, q, each, source) for q in (0.25, 0.75)]
-                drawn += 2
-                low, high = candidates[min(first)], candidates[max(first) + 1]  # the two cells' hull
-                fine = np.linspace(low, high, SECOND_PASS_GRID)
-                inside = np.clip(ordered, low, high)
-                # cells again, read outward (q₁ at its cell's lower edge, q₃ at its upper edge): between two values
-                # of discrete records (an indicator's 0 and 1) every candidate scores alike, and a candidate chosen
-                # there put q₃ of a 30 %-ones indicator below 1 three times in four
-                cell1 = private_quantile_cell(inside, fine, 0.25, each, source)
-                cell3 = private_quantile_cell(inside, fine, 0.75, each, source)
-                drawn += 2
-                q1, q3 = min(fine[cell1], fine[cell3]), max(fine[cell1 + 1], fine[cell3 + 1])
-                # quartiles closer than the default grid's finest step: over half the records share one value (an
-                # indicator mostly 0), whose other values no multiple of the IQR reaches
-                spread = fence * (q3 - q1) if q3 - q1 >= POINT_MASS else max(1.0, abs(q1), abs(q3))
-                lower[j], upper[j] = q1 - spread, q3 + spread
-        except BaseException:
-            if drawn:
-                reservation.commit(planned[:drawn])
-            raise
-        recorded = reservation.commit(planned)
+
+    def fences(j: int, drawn: list[int]) -> tuple[float, float]:
+        column = values[:, j]
+        ordered = np.sort(column[~np.isnan(column)])
+        clipped = np.clip(ordered, candidates[0], candidates[-1])
+        first = [private_quantile_cell(clipped, candidates, q, each, source) for q in (0.25, 0.75)]
+        drawn[0] += 2
+        low, high = candidates[min(first)], candidates[max(first) + 1]  # the two cells' hull
+        fine = np.linspace(low, high, SECOND_PASS_GRID)
+        inside = np.clip(ordered, low, high)
+        # cells again, read outward (q₁ at its cell's lower edge, q₃ at its upper edge): between two values of
+        # discrete records (an indicator's 0 and 1) every candidate scores alike, and a candidate chosen there put
+        # q₃ of a half-ones indicator below 1 a quarter of the time
+        cell1 = private_quantile_cell(inside, fine, 0.25, each, source)
+        cell3 = private_quantile_cell(inside, fine, 0.75, each, source)
+        drawn[0] += 2
+        q1, q3 = min(fine[cell1], fine[cell3]), max(fine[cell1 + 1], fine[cell3 + 1])
+        # quartiles closer than the default grid's finest step: over half the records share one value (an
+        # indicator mostly 0), whose other values no multiple of the IQR reaches
+        spread = fence * (q3 - q1) if q3 - q1 >= POINT_MASS else max(1.0, abs(q1), abs(q3))
+        return q1 - spread, q3 + spread
+
+    lower, upper, recorded = _column_by_column(ledger, planned, columns, fences)
     # the fences inside the grid's span (within=, or the support's part of 0, ±10ᵏ): no end where no candidate is
     lower, upper = np.maximum(lower, candidates[0]), np.minimum(upper, candidates[-1])
     return lower, upper, target, recorded
