@@ -11,7 +11,7 @@ are still located), then a candidate among 201 evenly spaced over those cells. T
 ``(q₁ − f·IQR, q₃ + f·IQR)`` with f = 3 (±4.7 standard deviations of a Normal), inside the grid's span. A central
 quantile is what the exponential mechanism finds well: a candidate far from the records scores −N/4 against the
 quartile's 0, so at N ε′ ≳ 8 ln(G/β) the four releases of a column all land near their quartiles. Over half the
-records on one value (quartiles within 10⁻⁶: an indicator mostly 0) gives that value ± max(1, |v|). Four
+records on one value (quartiles within 10⁻⁶: an indicator mostly 0) gives that value ± max(1, abs(v)). Four
 releases of ε/(4k) per column.
 
 **Tails** (``method="tails"``), each end aimed at the records' extreme:
@@ -424,7 +424,7 @@ def _fences(values: np.ndarray, candidates: np.ndarray, eps: float, confidence: 
     """``method="fences"``: per column, the quartiles on the grid (first pass), again on an even grid between the
     grid's candidates just outside them (second pass: the first pass's steps are a third of a decade, too coarse
     for records far from 0), then (q₁ − f·IQR, q₃ + f·IQR) inside the support. Four ε/(4k) releases per column.
-    Where the quartiles are within 10⁻⁶ (over half the records share a value), the range is that value ± max(1, |v|)."""
+    Where the quartiles are within 10⁻⁶ (over half the records share a value), the range is that value ± max(1, abs(v))."""
     from ..accounting import LedgerEntry
     from .private_quantiles import QUANTILE_SENSITIVITY, private_quantile_cell
 
