@@ -119,7 +119,7 @@ def test_a_poisson_glm_gets_its_covariates_and_its_counts_ranges_chosen():
     trace = pmdp.sample(model=model, epsilon=2.0, selection=0.3, noise_rng=4, random_seed=4, **SAMPLING)
     chosen = _chosen(trace)
     assert pmdp.ledger(trace).total().epsilon == pytest.approx(2.0)
-    ranges = {(e.details["bounds"], tuple(e.details["range chosen for the column"])) for e in chosen}
+    ranges = {(e.details["chosen for"], tuple(e.details["range chosen for the column"])) for e in chosen}
     y_range = [r for name, r in ranges if name.endswith("['y']")][0]
     assert y_range[0] == 0.0 and y_range[1] == int(y_range[1]) and y_range[1] >= np.quantile(counts, 0.99)
     narrow, wide = sorted((r for name, r in ranges if name.endswith("['x']")), key=lambda r: r[1] - r[0])

@@ -73,7 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..accounting import PrivacyLedger
     from .noise import NoiseSource
 
-__all__ = ["PrivateBounds", "bounds_grid", "end_utilities", "rank_error", "suggest_bounds"]
+__all__ = ["PrivateBounds", "bounds_grid", "end_utilities", "PrivateMedian", "private_median", "rank_error", "suggest_bounds"]
 
 #: The default grid's decades: ±10ᵏ for k from the first to the second, in steps of 1/``_PER_DECADE``.
 _DECADES = (-6, 9)
@@ -466,3 +466,50 @@ def _fences(values: np.ndarray, candidates: np.ndarray, eps: float, confidence: 
     # the fences inside the grid's span (within=, or the support's part of 0, ±10ᵏ): no end where no candidate is
     lower, upper = np.maximum(lower, candidates[0]), np.minimum(upper, candidates[-1])
     return lower, upper, target, recorded
+
+
+@dataclass(frozen=True)
+class PrivateMedian:
+    """A median chosen privately (:func:`private_median`) and the ledger entries it was charged as."""
+
+    value: float
+    entries: tuple[Any, ...] = ()
+
+
+def private_median(values: np.ndarray, *, epsilon: float, ledger: "PrivacyLedger", decades: tuple[int, int] = _DECADES,
+                   rng: "None | int | np.random.Generator | NoiseSource" = None, touched: str = "") -> PrivateMedian:
+    """The median of a 1-D array of values, chosen privately for ``epsilon`` in two releases of ε/2 (two ledger
+    entries, reserved together): the cell of the grid 0, ±10ᵏ (k over ``decades``) that holds it, then a cell among
+    2,001 points evenly over that one (:func:`~pymc_dp.mechanisms.private_quantiles.private_quantile_cell`, the
+    quartiles' mechanism at q = ½, sensitivity 1); the midpoint of the second cell is returned. A far cell scores
+    −N/2 against the median's 0 (−N/4 for a quartile), so the median is found at half the N ε of a quartile. NaN
+    values count in neither count; values beyond the grid count at its edge. Returns the median and the two ledger
+    entries."""
+    from ..accounting import LedgerEntry
+    from .private_quantiles import QUANTILE_SENSITIVITY, private_quantile_cell
+
+    each = check_epsilon(epsilon, "epsilon") / 2.0
+    ledger = _require_ledger(ledger)
+    touched = _check_touched(touched)
+    source = resolve_noise_source(rng)
+    candidates = bounds_grid(None, 0, decades)
+    column = np.asarray(values, dtype=float).ravel()
+    ordered = np.sort(np.clip(column[~np.isnan(column)], candidates[0], candidates[-1]))
+    details = {"algorithm": "private median: exponential mechanism over a public grid, utility "
+                            "−|½·#below − ½·#above| (sensitivity 1)", "sensitivity": QUANTILE_SENSITIVITY}
+    planned = [LedgerEntry("exponential", each, count=1, event=None, neighbouring=ledger.neighbouring,
+                           touched=f"{touched or 'records'}: median, {stage}", noise_source=source.name,
+                           details={**details, "grid": _grid_words(None, decades) if stage == "first pass"
+                                    else f"{SECOND_PASS_GRID} points evenly over the first pass's cell"})
+               for stage in ("first pass", "second pass")]
+
+    def median(_: int, drawn: list[int]) -> tuple[float, float]:
+        cell = private_quantile_cell(ordered, candidates, 0.5, each, source)
+        drawn[0] += 1
+        fine = np.linspace(candidates[cell], candidates[cell + 1], SECOND_PASS_GRID)
+        cell = private_quantile_cell(np.clip(ordered, fine[0], fine[-1]), fine, 0.5, each, source)
+        drawn[0] += 1
+        return fine[cell], fine[cell + 1]
+
+    lower, upper, recorded = _column_by_column(ledger, planned, 1, median)
+    return PrivateMedian(float(0.5 * (lower[0] + upper[0])), tuple(recorded))

@@ -41,7 +41,7 @@ from .._compat import model_var, model_var_parts, fgraph_of_model, model_of_fgra
 from ..accounting.validation import check_finite_number
 from .._evaluate import evaluate
 
-__all__ = ["clip_loglik", "loglik_clip_of", "clip_terms", "ClipTerms"]
+__all__ = ["clip_loglik", "loglik_clip_of", "clip_terms", "ClipTerms", "loglik_terms_at_start"]
 
 #: Attribute on the op of a clipped observed variable: its ``(lower, upper)``.
 _CLIP_ATTR = "pymc_dp_loglik_clip"
@@ -393,3 +393,30 @@ def clip_loglik(model: Any = None, lower: float = -10.0, upper: float = 0.0) -> 
         observed = model_var("observed", new_rv, parts.name, value=parts.value, dims=parts.dims)
         fg.replace(node.outputs[0], observed, import_missing=True)
     return model_of_fgraph(fg, initvals)
+
+
+# --------------------------------------------------------------------------- the terms themselves
+
+
+#: The "clip" of :func:`loglik_terms_at_start`: wide enough to change no finite term, finite so that a malformed record
+#: reads as a number (the far end of any grid) rather than NaN.
+_UNCLIPPED = 1e300
+
+
+def loglik_terms_at_start(model: Any, name: str) -> np.ndarray:
+    """The log-likelihood terms of observed variable ``name`` at the model's start point, in term order.
+
+    The terms are the ones :func:`clip_loglik` clips (a time series' steps, each element of a univariate row, each
+    row of a multivariate likelihood), unclipped; a term holding a malformed record (NaN, infinite) reads
+    ``-1e300``. The start point is PyMC's initial point without jitter: the priors' central values and the declared
+    ``initval``\ s, never the records. The terms themselves hold the records: they are for a private choice
+    (:mod:`pymc_dp.routes.clip_selection`), never released.
+    """
+    wide = clip_loglik(model, -_UNCLIPPED, _UNCLIPPED)
+    rv = wide[name]
+    logp = wide.logp(vars=[rv], sum=False)[0]
+    if getattr(rv.owner.op, "pymc_dp_per_step", False):
+        logp = _strip_last_sum(logp)  # the steps, before the clipped op sums them
+    fn = wide.compile_fn(logp, inputs=wide.value_vars, on_unused_input="ignore",
+                         mode="FAST_COMPILE")  # evaluated once: compiling would cost seconds on a cold cache
+    return np.asarray(fn(wide.initial_point()), dtype=float).ravel()

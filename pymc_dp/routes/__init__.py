@@ -45,6 +45,7 @@ from .chooser import AUTO_ORDER, ChosenRoute, choose_route
 from .options import AIS, OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, Measurements, RouteOptions, options_for
 from .saa import SAARun, plan_saa
 from .ais import AISRun, plan_ais
+from .clip_selection import missing_clip
 from .selection import Selection, missing_bounds, plan_with_selection, resolve_selection
 
 __all__ = [
@@ -143,41 +144,47 @@ def _plan(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighb
             return chosen
 
 
-def _declared_bounds(method: Any, keywords: Mapping[str, Any]) -> Any:
-    return getattr(method, "bounds", None) if isinstance(method, RouteOptions) else keywords.get("bounds")
+def _declared(method: Any, keywords: Mapping[str, Any], name: str) -> Any:
+    return getattr(method, name, None) if isinstance(method, RouteOptions) else keywords.get(name)
 
 
 def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighbouring: Any,
                           keywords: dict, selection: Selection | None) -> RoutePlan | None:
-    """The plan that chooses the request's missing ranges privately (:mod:`pymc_dp.routes.selection`), or None
-    where nothing is missing, selection is off, or the request would not plan with them either."""
+    """The plan that chooses what the request left undeclared privately (:mod:`pymc_dp.routes.selection`): its
+    missing data ranges, else a log-likelihood clip (:mod:`pymc_dp.routes.clip_selection`); None where nothing is
+    missing, selection is off, or the request would not plan with them either."""
     import pymc as pm
 
-    if selection is None or epsilon is None or (isinstance(method, RouteOptions) and not hasattr(method, "bounds")):
+    if selection is None or epsilon is None:
         return None
     try:
         model = restore_missing(pm.modelcontext(model))
         check_epsilon(epsilon)
-        public = getattr(method, "public", None) if isinstance(method, RouteOptions) else keywords.get("public")
-        requests = missing_bounds(model, _declared_bounds(method, keywords), public_names(public or ()))
+        relation = resolve_ledger(ledger, neighbouring).neighbouring
+        public = public_names(_declared(method, keywords, "public") or ())
     except (TypeError, ValueError):
         return None
-    if not requests:
-        return None
 
-    def plan(bounds: Mapping[str, Any], eps: float) -> RoutePlan:
+    def plan(declarations: Mapping[str, Any], eps: float) -> RoutePlan:
         if isinstance(method, RouteOptions):
-            return _plan_route(model, draws, eps, replace(method, bounds=bounds), ledger, neighbouring,
+            return _plan_route(model, draws, eps, replace(method, **declarations), ledger, neighbouring,
                                dict(keywords))
-        return _plan_route(model, draws, eps, method, ledger, neighbouring, {**keywords, "bounds": bounds})
+        return _plan_route(model, draws, eps, method, ledger, neighbouring, {**keywords, **declarations})
 
-    noise_rng = getattr(method, "noise_rng", None) if isinstance(method, RouteOptions) else keywords.get("noise_rng")
-    try:
-        relation = resolve_ledger(ledger, neighbouring).neighbouring
-        return plan_with_selection(requests, selection, float(epsilon), _declared_bounds(method, keywords), plan,
-                                   noise_rng, relation)
-    except ValueError:
-        return None
+    noise_rng = _declared(method, keywords, "noise_rng")
+    for key, missing in (("bounds", missing_bounds), ("loglik_clip", missing_clip)):
+        if isinstance(method, RouteOptions) and not hasattr(method, key):
+            continue
+        try:
+            requests = missing(model, _declared(method, keywords, key), public)
+            if not requests:
+                continue
+            requests = requests if isinstance(requests, list) else [requests]
+            return plan_with_selection(requests, selection, float(epsilon), {key: _declared(method, keywords, key)},
+                                       plan, noise_rng, relation)
+        except (TypeError, ValueError):
+            continue
+    return None
 
 
 def _with_selection_note(refusal: ValueError, selection: Selection | None, epsilon: Any) -> ValueError:

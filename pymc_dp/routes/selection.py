@@ -121,7 +121,16 @@ class BoundRequest:
 
     @property
     def width(self) -> int:
+        """The columns chosen (the choice's ε is split evenly over every request's columns)."""
         return int(self.columns.shape[1])
+
+    @property
+    def records(self) -> int:
+        return int(self.columns.shape[0])
+
+    @property
+    def what(self) -> str:
+        return f"bounds[{self.variable!r}][{self.key!r}]"
 
     def placeholder(self) -> Any:
         """A public range of the right shape inside the support (valid for any likelihood): to test that the
@@ -132,6 +141,25 @@ class BoundRequest:
         if self.form == "arrays":
             return (np.full(self.width, pair[0]), np.full(self.width, pair[1]))
         return pair[1] if self.form == "upper" else pair
+
+    def declare(self, declarations: dict[str, Any], value: Any) -> None:
+        """Add ``value`` to the request's declarations (``bounds=``), declared ranges untouched."""
+        declarations["bounds"] = with_bounds(declarations.get("bounds"), {(self.variable, self.key): value})
+
+    def choose(self, epsilon: float, ledger: PrivacyLedger, confidence: float, rng: Any) -> tuple[Any, list, list]:
+        """The range, its ledger entries, and each entry's range (the release it made), for ``epsilon`` in all."""
+        from ..mechanisms.private_bounds import suggest_bounds
+
+        picked = suggest_bounds(self.columns, epsilon=epsilon, ledger=ledger, confidence=confidence,
+                                integer=self.integer, support=self.support, rng=rng,
+                                touched=f"{self.variable}: bounds[{self.key!r}]")
+        value = ((picked.lower, picked.upper) if self.form == "arrays" else
+                 float(picked.upper[0]) if self.form == "upper" else picked.pair)
+        per_column = len(picked.entries) // max(self.width, 1)
+        ranges = [{"range chosen for the column": [float(picked.lower[k // per_column]),
+                                                    float(picked.upper[k // per_column])]}
+                  for k in range(len(picked.entries))]
+        return value, list(picked.entries), ranges
 
 
 #: Likelihoods whose support is not the whole line, by PyMC op name: (lower, upper), a strictly positive lower end
@@ -258,12 +286,12 @@ def _noise_source(noise_rng: Any) -> Any:
 class SelectionPlan(RoutePlan):
     """A request whose missing ranges are chosen privately first: the choice's ε and the route's, reserved together."""
 
-    requests: Sequence[BoundRequest] = ()
+    requests: Sequence[Any] = ()
     selection: Selection = field(default_factory=Selection)
     epsilon: float = 0.0
     share: float = DEFAULT_SHARE
-    bounds: Mapping[str, Any] | None = None
-    replan: Callable[[Mapping[str, Any]], RoutePlan] | None = None
+    declared: Mapping[str, Any] = field(default_factory=dict)
+    replan: Callable[[dict[str, Any]], RoutePlan] | None = None
     placeholder: RoutePlan | None = None
     noise_rng: Any = None
     _scratch: PrivacyLedger | None = None
@@ -284,22 +312,18 @@ class SelectionPlan(RoutePlan):
         return self.placeholder.reads_records
 
     def run(self) -> Ran:
-        from ..mechanisms.private_bounds import suggest_bounds
-
         self._scratch = PrivacyLedger(neighbouring=self.ledger.neighbouring)
         self._chosen = []
         columns = sum(r.width for r in self.requests)
         budget = self.share * self.epsilon
         rng = _noise_source(self.noise_rng)
-        chosen: dict[tuple[str, str], Any] = {}
+        declarations = {key: value for key, value in self.declared.items()}
         for r in self.requests:
-            picked = suggest_bounds(r.columns, epsilon=budget * r.width / columns, ledger=self._scratch,
-                                    confidence=self.selection.confidence, integer=r.integer, support=r.support,
-                                    rng=rng, touched=f"{r.variable}: bounds[{r.key!r}]")
-            chosen[(r.variable, r.key)] = ((picked.lower, picked.upper) if r.form == "arrays" else
-                                           float(picked.upper[0]) if r.form == "upper" else picked.pair)
-            self._chosen.extend(self._annotated(r, picked))
-        self._inner = self.replan(with_bounds(self.bounds, chosen))
+            value, entries, released = r.choose(budget * r.width / columns, self._scratch, self.selection.confidence,
+                                                rng)
+            r.declare(declarations, value)
+            self._chosen.extend(self._annotated(r, entries, released))
+        self._inner = self.replan(declarations)
         self._check_priced_as_reserved()
         ran = self._inner.run()
         return replace(ran, spent=[*self._selection_spent(), *ran.spent])
@@ -318,14 +342,12 @@ class SelectionPlan(RoutePlan):
                 f"reserved ({self.route!r}, ε = {eps0:.4g}, δ = {delta0:.3g}); the chosen ranges are recorded as "
                 "spent. Declare the ranges (the ledger's entries hold the ones chosen) and run again.")
 
-    def _annotated(self, request: BoundRequest, picked: Any) -> list[LedgerEntry]:
-        """The entries of one range's choice with the range each column got (public: it is what was released)."""
-        per_column = len(picked.entries) // max(request.width, 1)
+    def _annotated(self, request: Any, entries: Sequence[LedgerEntry], released: Sequence[dict]) -> list[LedgerEntry]:
+        """The entries of one request's choice, each with what it released (public: it is what was released)."""
         return [replace(e, details={
-            **e.details, "selection": "a range the request did not declare, chosen privately",
-            "share of the call's ε": self.share, "bounds": f"bounds[{request.variable!r}][{request.key!r}]",
-            "range chosen for the column": [float(picked.lower[k // per_column]), float(picked.upper[k // per_column])],
-            **({"route": self.route} if self.route else {})}) for k, e in enumerate(picked.entries)]
+            **e.details, "selection": f"{request.what}, not declared, chosen privately",
+            "share of the call's ε": self.share, "chosen for": request.what, **extra,
+            **({"route": self.route} if self.route else {})}) for e, extra in zip(entries, released)]
 
     def _selection_spent(self) -> list[LedgerEntry]:
         """The choice's entries: annotated where a range was finished, as drawn where one failed part-way."""
@@ -339,31 +361,35 @@ class SelectionPlan(RoutePlan):
         return [*self._selection_spent(), *inner]
 
 
-def plan_with_selection(requests: Sequence[BoundRequest], selection: Selection, epsilon: float,
-                        bounds: Mapping[str, Any] | None, plan: Callable[[Mapping[str, Any], float], RoutePlan],
-                        noise_rng: Any, relation: str) -> SelectionPlan:
-    """The :class:`SelectionPlan` of a request missing ``requests``: ``plan(bounds, ε)`` plans the route (raising
-    if it cannot) — with placeholders now, to price it and prove it would plan; with the chosen ranges at run time.
-    Raises what the placeholder plan raises; nothing is spent."""
+def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: float, declared: Mapping[str, Any],
+                        plan: Callable[[dict[str, Any], float], RoutePlan], noise_rng: Any,
+                        relation: str) -> SelectionPlan:
+    """The :class:`SelectionPlan` of a request missing ``requests`` (:class:`BoundRequest`\\ s, or a
+    :class:`~pymc_dp.routes.clip_selection.ClipRequest`): ``plan(declarations, ε)`` plans the route (raising if it
+    cannot) from ``declared`` (what the request declared, by keyword) with each request's value added — placeholders
+    now, to price it and prove it would plan; the chosen values at run time. Raises what the placeholder plan raises;
+    nothing is spent."""
     from ..accounting.curator import curator_reports
 
-    placeholders = with_bounds(bounds, {(r.variable, r.key): r.placeholder() for r in requests})
-    columns, records = sum(r.width for r in requests), min(len(r.columns) for r in requests)
+    placeholders = dict(declared)
+    for r in requests:
+        r.declare(placeholders, r.placeholder())
+    columns, records = sum(r.width for r in requests), min(r.records for r in requests)
     share = selection.share_for(float(epsilon), columns, records, relation)
     if relation == "replace" and share * float(epsilon) < needed_epsilon(columns, records, selection.confidence):
         warnings.warn(
             f"choosing {columns} range(s) privately over {records} records needs about ε = "
             f"{needed_epsilon(columns, records, selection.confidence):.2g} to be reliable, and {share:g} of ε = "
             f"{float(epsilon):g} is {share * float(epsilon):.2g}: a range may come out far too wide (noise) or cut "
-            "records. Declare the ranges (bounds=), give more ε, or pass selection= a larger share.",
-            UserWarning, stacklevel=4)
+            f"records. Declare {', '.join(sorted({r.what for r in requests}))}, give more ε, or pass selection= a "
+            "larger share.", UserWarning, stacklevel=4)
     rest = float(epsilon) * (1.0 - share)
     with curator_reports(False):  # what the placeholders clip says nothing: they are not the ranges used
         placeholder = plan(placeholders, rest)
     reserved = [LedgerEntry("exponential", float(epsilon) * share, count=1, event=None, neighbouring=relation,
-                            touched="ranges the request did not declare, chosen privately")]
+                            touched="numbers the request did not declare, chosen privately")]
     return SelectionPlan(
         ledger=placeholder.ledger, entries=[*reserved, *placeholder.entries], requests=tuple(requests),
-        selection=selection, epsilon=float(epsilon), share=share, bounds=bounds, replan=lambda chosen: plan(chosen, rest),
-        placeholder=placeholder, noise_rng=noise_rng, assumptions=tuple(placeholder.assumptions),
-        route_name=placeholder.route_name)
+        selection=selection, epsilon=float(epsilon), share=share, declared=dict(declared),
+        replan=lambda chosen: plan(chosen, rest), placeholder=placeholder, noise_rng=noise_rng,
+        assumptions=tuple(placeholder.assumptions), route_name=placeholder.route_name)
