@@ -9,6 +9,13 @@ distance between each private posterior mean and plain PyMC's, in plain posterio
 
     python benchmarks/selection.py                 # 3 data sets a cell: results/selection.{json,md}
     python benchmarks/selection.py --datasets 5
+    python benchmarks/selection.py --gallery       # the twelve gallery models: results/selection_gallery.{json,md}
+
+``--gallery`` runs the twelve models of ``tests/gallery_models.py`` as written, at their own sizes, at ε = 1 and 10:
+hand-declared both ways the docs offer (``DECLARATIONS``: a log-likelihood clip; ``BOUNDS_DECLARATIONS``: data
+ranges), the better of the two kept as "hand", against nothing declared; the distance is root-mean-square over the
+releases (seeds) and the coordinates of every parameter whose shape does not depend on the records, in plain
+posterior s.d.
 """
 
 from __future__ import annotations
@@ -138,13 +145,94 @@ def run_cell(model: str, n: int, epsilon: float, datasets: int) -> dict[str, Any
             "seconds (chosen)": float(np.mean(times))}
 
 
+def _gallery_distance(release: Callable[[int], Any], reference: dict, names: list[str], seeds: int) -> float:
+    from gallery import scalar_means
+
+    squares = []
+    for seed in range(1, seeds + 1):
+        private = scalar_means(release(seed), names)
+        squares += [((float(private[k].mean()) - float(v.mean())) / float(v.std())) ** 2 for k, v in reference.items()]
+    return float(np.sqrt(np.mean(squares)))
+
+
+def run_gallery(name: str, seeds: int) -> list[dict[str, Any]]:
+    """One gallery model at ε = 1 and 10: hand-declared (the better of its two declarations) against nothing."""
+    import gallery_models as G
+    import pymc as pm
+    from gallery import SAMPLE as GALLERY_SAMPLE, scalar_means, shared_parameters
+
+    import pymc_dp as pmdp
+
+    SAMPLE = {**GALLERY_SAMPLE, "nuts_sampler": "pymc"}  # nutpie where installed: its compile would dominate
+    names = shared_parameters(G.MODELS[name]())
+    reference = scalar_means(pm.sample(model=G.MODELS[name](), random_seed=0, **SAMPLE), names)
+    rows = []
+    for eps in EPSILONS:
+        ways = {"loglik_clip": G.DECLARATIONS[name], "bounds": G.BOUNDS_DECLARATIONS.get(name)}
+        hand = {}
+        for way, declared in ways.items():
+            if declared is None:
+                continue
+            try:
+                hand[way] = _gallery_distance(lambda s: pmdp.sample(model=G.MODELS[name](), epsilon=eps, random_seed=s,
+                                                                    **SAMPLE, **declared), reference, names, seeds)
+            except ValueError as err:
+                hand[way] = f"refused: {str(err)[:80]}"
+        chosen_trace: list = []
+
+        def chosen(seed: int) -> Any:
+            chosen_trace[:] = [pmdp.sample(model=G.MODELS[name](), epsilon=eps, random_seed=seed, **SAMPLE)]
+            return chosen_trace[0]
+
+        t = time.perf_counter()
+        distance = _gallery_distance(chosen, reference, names, seeds)
+        seconds = (time.perf_counter() - t) / seeds
+        ledger = pmdp.ledger(chosen_trace[0])
+        numbers = [d for d in hand.values() if isinstance(d, float)]
+        best = min(numbers) if numbers else float("nan")
+        rows.append({"model": name, "epsilon": eps, "seeds": seeds, "hand": hand, "best hand": best,
+                     "chosen": distance, "ratio": distance / best if numbers else None,
+                     "route": next((e.details.get("route") for e in ledger.entries if e.details.get("route")), None),
+                     "chosen for": sorted({e.details["chosen for"] for e in ledger.entries if "chosen for" in
+                                           e.details}),
+                     "share": sum(e.epsilon for e in ledger.entries if "selection" in e.details) / eps,
+                     "total epsilon": ledger.total().epsilon, "seconds (chosen)": seconds})
+    return rows
+
+
+def gallery_main(seeds: int) -> None:
+    import gallery_models as G
+
+    rows = []
+    for name in G.MODELS:
+        for row in run_gallery(name, seeds):
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    out = HERE / "results"
+    (out / "selection_gallery.json").write_text(json.dumps(rows, indent=1))
+    lines = ["| model | ε | route (nothing declared) | chosen | best hand (plain s.d.) | nothing declared | ratio | "
+             "share of ε | ledger total |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
+        lines.append(f"| {r['model']} | {r['epsilon']:g} | {r['route']} | {', '.join(r['chosen for']) or '-'} | "
+                     f"{r['best hand']:.2f} | {r['chosen']:.2f} | {ratio} | {r['share']:.2f} | "
+                     f"{r['total epsilon']:.3g} |")
+    (out / "selection_gallery.md").write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=3)
     parser.add_argument("--models", nargs="*", default=list(MODELS))
+    parser.add_argument("--gallery", action="store_true", help="the twelve gallery models instead")
+    parser.add_argument("--seeds", type=int, default=4, help="releases per cell of --gallery")
     args = parser.parse_args()
     logging.getLogger("pymc").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
+    if args.gallery:
+        sys.path.insert(0, str(HERE.parent / "tests"))
+        gallery_main(args.seeds)
+        return
     rows = []
     for model in args.models:
         for n in SIZES:

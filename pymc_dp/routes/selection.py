@@ -15,6 +15,12 @@ no ledger sees. When a ``pmdp.sample(epsilon=ε)`` request does not plan because
    entries a column, each with the range it gave), and plans and runs the same route with the chosen ranges on
    the rest (refusing, with the choice recorded, if that plan is not the route and price reserved).
 
+Where no missing range is the problem (or the request does not plan with them either) and the request plans with
+a ``loglik_clip`` it did not declare (the tempered routes), the same plan chooses the clip instead
+(:class:`~pymc_dp.routes.clip_selection.ClipRequest`: a private median of the terms at the start point). A request
+is anything with ``what``, ``width``, ``records``, ``placeholder()``, ``declare(declarations, value)`` and
+``choose(ε, ledger, confidence, rng)``.
+
 Each range is chosen on the likelihood's own support, from its kind alone (:data:`SUPPORTS`: no end of a count or a
 positive outcome below 0), in whole numbers where the observed values' dtype (as PyMC holds them) is an integer
 one; covariates are never rounded. Declared ranges always win: only the
@@ -384,7 +390,8 @@ def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: 
             f"records. Declare {', '.join(sorted({r.what for r in requests}))}, give more ε, or pass selection= a "
             "larger share.", UserWarning, stacklevel=4)
     rest = float(epsilon) * (1.0 - share)
-    with curator_reports(False):  # what the placeholders clip says nothing: they are not the ranges used
+    with curator_reports(False), warnings.catch_warnings():  # of placeholders, not of the ranges that will be used:
+        warnings.simplefilter("ignore", UserWarning)          # the route's plan with those says its own at run time
         placeholder = plan(placeholders, rest)
     reserved = [LedgerEntry("exponential", float(epsilon) * share, count=1, event=None, neighbouring=relation,
                             touched="numbers the request did not declare, chosen privately")]

@@ -1,0 +1,115 @@
+"""A log-likelihood clip chosen privately when the only route that takes a model needs one and none is declared."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp as pmdp
+from pymc_dp.mechanisms.private_bounds import private_median
+from pymc_dp.routes.clip_selection import ABOVE, BELOW, clip_window, missing_clip
+
+SAMPLING = dict(draws=200, tune=300, chains=2, progressbar=False)
+
+
+def _ar1(n: int = 400, seed: int = 0) -> tuple[pm.Model, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = np.zeros(n)
+    for t in range(1, n):
+        y[t] = 0.6 * y[t - 1] + rng.normal(0.0, 1.0)
+    with pm.Model() as model:
+        rho = pm.Normal("rho", 0.0, 0.5)
+        sigma = pm.HalfNormal("sigma", 2.0)
+        pm.AR("y", rho=[rho], sigma=sigma, init_dist=pm.Normal.dist(0.0, 2.0), observed=y)
+    return model, y
+
+
+def _switchpoint(n: int = 600, seed: int = 0) -> tuple[pm.Model, np.ndarray]:
+    counts = np.concatenate([np.random.default_rng(seed).poisson(3.0, n // 2),
+                             np.random.default_rng(seed + 1).poisson(1.0, n // 2)])
+    years = np.arange(n)
+    with pm.Model() as model:
+        switch = pm.DiscreteUniform("switch", 0, n - 1)
+        early, late = pm.Exponential("early", 1.0), pm.Exponential("late", 1.0)
+        pm.Poisson("c", pm.math.switch(switch >= years, early, late), observed=counts)
+    return model, counts
+
+
+def _clip_entries(trace) -> list:
+    return [e for e in pmdp.ledger(trace).entries if e.details.get("chosen for") == "loglik_clip"]
+
+
+def test_the_window_is_the_median_and_public_widths():
+    assert clip_window(-2.0, discrete=False) == (-2.0 - BELOW, -2.0 + ABOVE)
+    assert clip_window(-2.0, discrete=True) == (-2.0 - BELOW, 0.0)  # a probability's log is at most 0
+    assert clip_window(1.5, discrete=True) == (-BELOW, 0.0)  # a (noisy) median above 0 still leaves a window
+
+
+def test_an_ar1_series_with_nothing_declared_runs_on_ops_with_a_clip_chosen_inside_epsilon():
+    """The AR(1) of 400 steps: ops is the route that takes it, and it needs a clip. The clip's two median releases
+    and the ops draws total ε; the window is the chosen median ± the public widths, around the terms at the start
+    point (there ρ = 0, σ = HalfNormal(2)'s central value, so the terms are a few nats down)."""
+    model, _ = _ar1()
+    trace = pmdp.sample(model=model, epsilon=2.0, random_seed=1, **SAMPLING)
+    ledger = pmdp.ledger(trace)
+    assert ledger.total().epsilon == pytest.approx(2.0)
+    chosen = _clip_entries(trace)
+    assert len(chosen) == 2 and {e.mechanism for e in chosen} == {"exponential"}
+    median = chosen[0].details["median of the terms at the start point"]
+    assert chosen[0].details["clip chosen"] == pytest.approx([median - BELOW, median + ABOVE])
+    assert -6.0 < median < 0.0  # terms of N(0, ~1.5)-scaled steps at the start: about −2 (a loose private check)
+    assert {e.details.get("route") for e in ledger.entries} == {"ops"}
+    assert "every 2th term" in chosen[0].details["terms used"]
+
+
+def test_a_discrete_likelihood_gets_its_upper_end_at_zero():
+    model, _ = _switchpoint()
+    trace = pmdp.sample(model=model, epsilon=2.0, random_seed=2, **SAMPLING)
+    (lo, hi) = _clip_entries(trace)[0].details["clip chosen"]
+    assert hi == 0.0 and lo <= -BELOW
+    assert pmdp.ledger(trace).total().epsilon == pytest.approx(2.0)
+
+
+def test_a_declared_clip_wins_and_selection_false_refuses():
+    model, _ = _ar1(100)
+    trace = pmdp.sample(model=model, epsilon=1.0, loglik_clip=(-8.0, 0.0), random_seed=1, **SAMPLING)
+    assert not _clip_entries(trace)
+    with pytest.raises(ValueError, match="loglik_clip"):
+        pmdp.sample(model=model, epsilon=1.0, selection=False, **SAMPLING)
+
+
+def test_one_record_moves_at_most_one_of_the_terms_the_choice_reads():
+    """The choice's sensitivity: an AR(1) step enters its own term and the next one's, so the choice reads every
+    second term; replacing any one step changes at most one of those (checked for every step of a short series)."""
+    model, y = _ar1(40)
+    base = missing_clip(model, None).terms
+    for t in range(len(y)):
+        changed = y.copy()
+        changed[t] += 50.0
+        with pm.Model() as other:
+            rho = pm.Normal("rho", 0.0, 0.5)
+            sigma = pm.HalfNormal("sigma", 2.0)
+            pm.AR("y", rho=[rho], sigma=sigma, init_dist=pm.Normal.dist(0.0, 2.0), observed=changed)
+        assert np.sum(missing_clip(other, None).terms != base) <= 1, t
+
+
+def test_no_clip_is_chosen_where_a_record_reaches_several_variables_or_one_term_holds_every_record():
+    with pm.Model() as two:
+        mu = pm.Normal("mu")
+        pm.Normal("a", mu, 1.0, observed=np.zeros(10))
+        pm.Normal("b", mu, 1.0, observed=np.zeros(10))
+    assert missing_clip(two, None) is None
+    with pm.Model() as one:
+        pm.MvNormal("x", mu=np.zeros(5), cov=np.eye(5), observed=np.zeros(5))
+    assert missing_clip(one, None) is None
+
+
+def test_the_private_median_is_near_the_median_and_charged_as_two_releases():
+    """1,000 values of N(−3, 1) at ε = 1: the median's rank error at β = 0.01 is 2 ln(G/β)/ε′ ≈ 49 ranks (G = 2 001,
+    ε′ = ½), i.e. within the 45th–55th percentiles, −3.13 to −2.87; the band ±0.3 allows that with room."""
+    values = np.random.default_rng(3).normal(-3.0, 1.0, 1000)
+    ledger = pmdp.PrivacyLedger()
+    picked = private_median(values, epsilon=1.0, ledger=ledger, rng=4)
+    assert abs(picked.value - np.median(values)) < 0.3
+    assert len(picked.entries) == 2 and ledger.total().epsilon == pytest.approx(1.0)
