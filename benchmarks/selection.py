@@ -200,16 +200,20 @@ def run_gallery(name: str, seeds: int) -> list[dict[str, Any]]:
     return rows
 
 
-def gallery_main(seeds: int) -> None:
+def gallery_main(seeds: int, names: list[str] | None = None) -> None:
     import gallery_models as G
 
     rows = []
-    for name in G.MODELS:
+    for name in names or G.MODELS:
         for row in run_gallery(name, seeds):
             rows.append(row)
             print(json.dumps(row), flush=True)
     out = HERE / "results"
-    (out / "selection_gallery.json").write_text(json.dumps(rows, indent=1))
+    path = out / "selection_gallery.json"
+    if names:  # a subset: merged into the rows already there
+        kept = [r for r in (json.loads(path.read_text()) if path.exists() else []) if r["model"] not in names]
+        rows = kept + rows
+    path.write_text(json.dumps(rows, indent=1))
     lines = ["| model | ε | route (nothing declared) | chosen | best hand (plain s.d.) | nothing declared | ratio | "
              "share of ε | ledger total |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -226,12 +230,13 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     parser.add_argument("--gallery", action="store_true", help="the twelve gallery models instead")
     parser.add_argument("--seeds", type=int, default=4, help="releases per cell of --gallery")
+    parser.add_argument("--gallery-models", nargs="*", default=None, help="some of the gallery's models")
     args = parser.parse_args()
     logging.getLogger("pymc").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     if args.gallery:
         sys.path.insert(0, str(HERE.parent / "tests"))
-        gallery_main(args.seeds)
+        gallery_main(args.seeds, args.gallery_models)
         return
     rows = []
     for model in args.models:

@@ -40,6 +40,17 @@ def _clip_entries(trace) -> list:
     return [e for e in pmdp.ledger(trace).entries if e.details.get("chosen for") == "loglik_clip"]
 
 
+def test_the_clip_share_is_what_the_median_needs_about_half_a_range():
+    """Under replace-one the share is median_needed_epsilon / ε: 16 ln(2G/β)/N, G = 2 001 (0.21 at 1 000 records
+    and ε = 1), against 32 ln(4G/β)/N (G = 243) for one range's four quartiles."""
+    from pymc_dp.routes.selection import Selection, needed_epsilon
+    from pymc_dp.routes.clip_selection import median_needed_epsilon
+
+    assert median_needed_epsilon(1000) == pytest.approx(16 * np.log(2 * 2001 / 0.01) / 1000)
+    assert 0.45 < median_needed_epsilon(1000) / needed_epsilon(1, 1000) < 0.6
+    assert Selection().share_for(1.0, median_needed_epsilon(1000), "replace") == pytest.approx(0.206, abs=0.001)
+
+
 def test_the_window_is_the_median_and_public_widths():
     assert clip_window(-2.0, discrete=False) == (-2.0 - BELOW, -2.0 + ABOVE)
     assert clip_window(-2.0, discrete=True) == (-2.0 - BELOW, 0.0)  # a probability's log is at most 0

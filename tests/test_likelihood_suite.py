@@ -43,6 +43,38 @@ def test_every_catalogue_likelihood_is_taken_with_a_clip_or_refused_before_spend
     assert ledger.total().epsilon == 0.0  # planning spends nothing
 
 
+def _plans_with_nothing_declared(name):
+    """Planned with nothing declared (ε = 1): the missing numbers are to be chosen privately (data ranges where a
+    family or GLM route takes the likelihood, a log-likelihood clip where only ops does), nothing spent."""
+    from pymc_dp.routes.selection import SelectionPlan
+
+    ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = _plan(L.build(name), 300, 1.0, "auto", ledger, None, {})
+    assert isinstance(plan, SelectionPlan) and plan.requests
+    assert sum(e.epsilon * e.count for e in plan.entries) == pytest.approx(1.0)
+    assert ledger.total().epsilon == 0.0
+    return plan
+
+
+def test_a_likelihood_without_a_derivative_plans_on_ops_with_its_clip_chosen():
+    """Rice's and VonMises' densities hold a Bessel function PyTensor cannot differentiate: the measurements route
+    refuses them (a ValueError naming the derivative, not PyTensor's MethodNotDefined escaping the planner), so with
+    nothing declared the clip is what is chosen."""
+    for name in ("Rice", "VonMises"):
+        plan = _plans_with_nothing_declared(name)
+        assert plan.route == "ops" and [r.what for r in plan.requests] == ["loglik_clip"]
+    with pytest.raises(ValueError, match="no derivative in PyTensor"):
+        _plan(L.build("Rice"), 300, 1.0, "measurements", None, None, {"bounds": {"y": {"x": (-3, 3), "y": (0, 9)}}})
+
+
+@pytest.mark.release_check
+@pytest.mark.parametrize("name", list(L.CASES))
+def test_every_catalogue_likelihood_plans_with_nothing_declared(name):
+    _plans_with_nothing_declared(name)
+
+
 def _check_lands_near_plain_pymc(name):
     run = L.release_beside_plain(name)
     assert run["epsilon"] <= 100.0 * (1 + 1e-9)

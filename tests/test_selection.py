@@ -83,11 +83,11 @@ def test_selection_values_are_read_or_refused_by_name(value, words):
 
 def test_the_share_follows_public_n_under_replace_one_and_is_fixed_under_add_remove():
     auto = Selection()
-    assert auto.share_for(1.0, 1, 100_000, "replace") == pytest.approx(0.05)  # the floor
-    assert auto.share_for(1.0, 1, 1000, "replace") == pytest.approx(needed_epsilon(1, 1000))
-    assert auto.share_for(1.0, 3, 1000, "replace") == pytest.approx(0.5)  # the cap
-    assert auto.share_for(1.0, 1, 1000, "add_remove") == DEFAULT_SHARE  # N private: never read
-    assert Selection(share=0.2).share_for(1.0, 1, 10, "replace") == 0.2
+    assert auto.share_for(1.0, needed_epsilon(1, 100_000), "replace") == pytest.approx(0.05)  # the floor
+    assert auto.share_for(1.0, needed_epsilon(1, 1000), "replace") == pytest.approx(needed_epsilon(1, 1000))
+    assert auto.share_for(1.0, needed_epsilon(3, 1000), "replace") == pytest.approx(0.5)  # the cap
+    assert auto.share_for(1.0, needed_epsilon(1, 1000), "add_remove") == DEFAULT_SHARE  # N private: never read
+    assert Selection(share=0.2).share_for(1.0, needed_epsilon(1, 10), "replace") == 0.2
 
 
 def test_too_few_records_for_the_share_are_warned_of_before_anything_is_spent():

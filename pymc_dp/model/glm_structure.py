@@ -439,8 +439,17 @@ class RecordDerivatives:
         def along(expr: Any, a: int) -> Any:
             return pushforward(expr, locals_[a], units_of[a])
 
-        first = [along(terms, a) for a in range(m + q)]
-        second = [along(first[a], b) for a in range(m + q) for b in range(m + q)]
+        from pytensor.graph.utils import MethodNotDefined
+
+        try:
+            first = [along(terms, a) for a in range(m + q)]
+            second = [along(first[a], b) for a in range(m + q) for b in range(m + q)]
+        except (MethodNotDefined, NotImplementedError) as err:  # a Bessel function's (Rice, VonMises), a custom op's
+            raise ValueError(
+                f"observed variable {rv.name!r}: its log-density has no derivative in PyTensor ({type(err).__name__}: "
+                f"{err}), and the measurements route releases the records' scores and information. Use a route "
+                "that needs no derivative of it: method='ops' with loglik_clip=(lower, upper), or method='saa'."
+            ) from None
         outputs = [terms, *first, *second]
         self._fn = pytensor.function([observed, *locals_], outputs, on_unused_input="ignore",
                                      mode=_mode_for(outputs))

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 
-__all__ = ["ClipRequest", "missing_clip", "clip_window", "ABOVE", "BELOW"]
+__all__ = ["ClipRequest", "missing_clip", "clip_window", "median_needed_epsilon", "ABOVE", "BELOW"]
 
 #: How far above the terms' median a continuous likelihood's window reaches (nats).
 ABOVE = 3.0
@@ -43,6 +43,16 @@ ABOVE = 3.0
 BELOW = 8.0
 #: The candidates' decades: 0 and ±10ᵏ for k from -3 to 4 (terms past ±10⁴ nats are of no usable model).
 DECADES = (-3, 4)
+
+
+def median_needed_epsilon(records: int, confidence: float = 0.01) -> float:
+    """The ε at which both releases of :func:`~pymc_dp.mechanisms.private_bounds.private_median` land within the
+    records' middle half with probability about 1 − β: a cell outside it scores below −N/4, so each release of ε/2
+    needs N (ε/2) / 8 ≥ ln(2G/β), G the larger pass's 2,001 candidates — ε = 16 ln(2G/β) / N, half what one range's
+    four quartile releases need (:func:`~pymc_dp.routes.selection.needed_epsilon`)."""
+    from ..mechanisms.private_bounds import SECOND_PASS_GRID
+
+    return 16.0 * float(np.log(2 * SECOND_PASS_GRID / confidence)) / max(int(records), 1)
 
 
 def clip_window(median: float, discrete: bool) -> tuple[float, float]:
@@ -65,6 +75,10 @@ class ClipRequest:
     @property
     def records(self) -> int:
         return int(len(self.terms))
+
+    def needed(self, confidence: float) -> float:
+        """The ε that makes the median's choice reliable (:func:`median_needed_epsilon`, over one term per record)."""
+        return median_needed_epsilon(self.records, confidence)
 
     def placeholder(self) -> tuple[float, float]:
         return (-10.0, 0.0)

@@ -75,14 +75,14 @@ class Selection:
         if isinstance(conf, bool) or not isinstance(conf, (int, float, np.floating)) or not 0.0 < float(conf) < 1.0:
             raise ValueError(f"selection's confidence must be a number in (0, 1), got {conf!r}. Nothing was spent.")
 
-    def share_for(self, epsilon: float, columns: int, records: int, neighbouring: str) -> float:
-        """The share of ``epsilon`` to spend on ``columns`` columns' ranges over ``records`` records (public
-        numbers only)."""
+    def share_for(self, epsilon: float, needed: float, neighbouring: str) -> float:
+        """The share of ``epsilon`` to spend on a choice that ``needed`` ε makes reliable (public numbers only: the
+        requests' :meth:`needed`, from the number of records under replace-one)."""
         if self.share is not None:
             return float(self.share)
         if neighbouring != "replace":
             return DEFAULT_SHARE
-        return float(np.clip(needed_epsilon(columns, records, self.confidence) / float(epsilon), MIN_SHARE, MAX_SHARE))
+        return float(np.clip(needed / float(epsilon), MIN_SHARE, MAX_SHARE))
 
 
 def needed_epsilon(columns: int, records: int, confidence: float = 0.01) -> float:
@@ -137,6 +137,10 @@ class BoundRequest:
     @property
     def what(self) -> str:
         return f"bounds[{self.variable!r}][{self.key!r}]"
+
+    def needed(self, confidence: float) -> float:
+        """The ε that makes this range's choice reliable (:func:`needed_epsilon`)."""
+        return needed_epsilon(self.width, self.records, confidence)
 
     def placeholder(self) -> Any:
         """A public range of the right shape inside the support (valid for any likelihood): to test that the
@@ -381,14 +385,14 @@ def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: 
     for r in requests:
         r.declare(placeholders, r.placeholder())
     columns, records = sum(r.width for r in requests), min(r.records for r in requests)
-    share = selection.share_for(float(epsilon), columns, records, relation)
-    if relation == "replace" and share * float(epsilon) < needed_epsilon(columns, records, selection.confidence):
+    needed = sum(r.needed(selection.confidence) for r in requests)
+    share = selection.share_for(float(epsilon), needed, relation)
+    if relation == "replace" and share * float(epsilon) < needed:
         warnings.warn(
-            f"choosing {columns} range(s) privately over {records} records needs about ε = "
-            f"{needed_epsilon(columns, records, selection.confidence):.2g} to be reliable, and {share:g} of ε = "
-            f"{float(epsilon):g} is {share * float(epsilon):.2g}: a range may come out far too wide (noise) or cut "
-            f"records. Declare {', '.join(sorted({r.what for r in requests}))}, give more ε, or pass selection= a "
-            "larger share.", UserWarning, stacklevel=4)
+            f"choosing {columns} number(s) privately over {records} records needs about ε = {needed:.2g} to be "
+            f"reliable, and {share:g} of ε = {float(epsilon):g} is {share * float(epsilon):.2g}: a range may come out "
+            f"far too wide (noise) or cut records. Declare {', '.join(sorted({r.what for r in requests}))}, give "
+            "more ε, or pass selection= a larger share.", UserWarning, stacklevel=4)
     rest = float(epsilon) * (1.0 - share)
     with curator_reports(False), warnings.catch_warnings():  # of placeholders, not of the ranges that will be used:
         warnings.simplefilter("ignore", UserWarning)          # the route's plan with those says its own at run time
