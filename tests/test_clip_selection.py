@@ -53,8 +53,12 @@ def test_the_clip_share_is_what_the_median_needs_about_half_a_range():
 
 def test_the_window_is_the_median_and_public_widths():
     assert clip_window(-2.0, discrete=False) == (-2.0 - BELOW, -2.0 + ABOVE)
-    assert clip_window(-2.0, discrete=True) == (-2.0 - BELOW, 0.0)  # a probability's log is at most 0
-    assert clip_window(1.5, discrete=True) == (-BELOW, 0.0)  # a (noisy) median above 0 still leaves a window
+    assert clip_window(-2.0, discrete=True) == (-ABOVE - BELOW, 0.0)  # a probability's log is at most 0
+    assert clip_window(-50.0, discrete=True) == (-50.0 - BELOW, -50.0 + ABOVE)
+    for median in (-300.0, -2.0, 0.5, 40.0):  # Δ is public: the price reserved with the placeholder holds
+        for discrete in (False, True):
+            lower, upper = clip_window(median, discrete)
+            assert upper - lower == pytest.approx(ABOVE + BELOW)
 
 
 def test_an_ar1_series_with_nothing_declared_runs_on_ops_with_a_clip_chosen_inside_epsilon():
@@ -71,7 +75,7 @@ def test_an_ar1_series_with_nothing_declared_runs_on_ops_with_a_clip_chosen_insi
     assert chosen[0].details["clip chosen"] == pytest.approx([median - BELOW, median + ABOVE])
     assert -6.0 < median < 0.0  # terms of N(0, ~1.5)-scaled steps at the start: about −2 (a loose private check)
     assert {e.details.get("route") for e in ledger.entries} == {"ops"}
-    assert "every 2th term" in chosen[0].details["terms used"]
+    assert "every 2-th step's term" in chosen[0].details["terms read"]
 
 
 def test_a_discrete_likelihood_gets_its_upper_end_at_zero():
@@ -124,3 +128,50 @@ def test_the_private_median_is_near_the_median_and_charged_as_two_releases():
     picked = private_median(values, epsilon=1.0, ledger=ledger, rng=4)
     assert abs(picked.value - np.median(values)) < 0.3
     assert len(picked.entries) == 2 and ledger.total().epsilon == pytest.approx(1.0)
+
+
+def _grouped_mixture(groups_of_records: np.ndarray, n_groups: int = 3) -> pm.Model:
+    y = np.random.default_rng(3).normal(size=len(groups_of_records))
+    with pm.Model(coords={"obs": range(len(y)), "grp": range(n_groups)}) as model:
+        g = pm.Data("g", groups_of_records, dims="obs")
+        th = pm.Normal("th", 0, 1, dims="grp")
+        pm.NormalMixture("y", w=np.array([0.5, 0.5]), mu=pm.math.stack([th[g], th[g] + 1], axis=-1),
+                         sigma=pm.HalfNormal("s", 1), observed=y, dims="obs")
+    return model
+
+
+def test_a_record_that_breaks_the_terms_changes_nothing_but_the_values_read():
+    """One record's group index out of range makes the terms' evaluation fail: the choice then reads every term as
+    malformed (whichever failed) instead of not being offered, so whether it runs does not depend on the record."""
+    from pymc_dp.routes import _plan
+    from pymc_dp.routes.selection import SelectionPlan
+
+    groups = np.random.default_rng(3).integers(0, 3, size=40)
+    for bad in (None, 7):
+        g = groups.copy()
+        if bad is not None:
+            g[-1] = bad
+        plan = _plan(_grouped_mixture(g), 100, 1.0, "auto", None, None, {})
+        assert isinstance(plan, SelectionPlan) and [r.what for r in plan.requests] == ["loglik_clip"]
+        terms = plan.requests[0].terms
+        assert terms.shape == (40,)
+        assert np.all(terms == -1e30) if bad is not None else np.all(np.isfinite(terms) & (terms > -50))
+
+
+def test_the_start_point_is_the_priors_centre_never_an_initval():
+    """An initval computed from the records (initval=y.max()) would set every record's term: it is not read."""
+    y = np.random.default_rng(0).normal(5.0, 1.0, 50)
+
+    def model(initval):
+        with pm.Model() as m:
+            mu = pm.Normal("mu", 0.0, 10.0, initval=initval)
+            pm.Normal("y", mu, 1.0, observed=y)
+        return m
+
+    assert np.array_equal(missing_clip(model(None), None).terms, missing_clip(model(float(y.max())), None).terms)
+
+
+def test_whether_a_clip_is_chosen_does_not_read_the_number_of_records():
+    """Under add/remove N is private: one record or many, the request is offered (structure decides)."""
+    for n in (1, 2, 30):
+        assert missing_clip(_grouped_mixture(np.zeros(n, dtype=int)), None) is not None

@@ -276,6 +276,8 @@ class ClipTerms:
     why: str
     #: Records enter several terms through the time structure (replace-one only).
     dependent: bool = False
+    #: One term holds every record (a single multivariate draw): clipped as a whole.
+    whole: bool = False
 
 
 def _support_dims(op: Any) -> int:
@@ -319,7 +321,8 @@ def clip_terms(rv: Any, model: Any = None) -> ClipTerms:
         if terms == 1:
             return ClipTerms(1, "one record is one term")
         return ClipTerms(terms, f"one record (a row along the first axis) holds {terms} terms")
-    return ClipTerms(1, "one term holds every record (the whole variable's log-likelihood is clipped at once)")
+    return ClipTerms(1, "one term holds every record (the whole variable's log-likelihood is clipped at once)",
+                     whole=True)
 
 
 # --------------------------------------------------------------------------- the transform
@@ -398,25 +401,55 @@ def clip_loglik(model: Any = None, lower: float = -10.0, upper: float = 0.0) -> 
 # --------------------------------------------------------------------------- the terms themselves
 
 
-#: The "clip" of :func:`loglik_terms_at_start`: wide enough to change no finite term, finite so that a malformed record
-#: reads as a number (the far end of any grid) rather than NaN.
-_UNCLIPPED = 1e300
+#: The "clip" of :func:`loglik_terms_at_start`: wide enough to change no usable term, finite (and a float32's) so that
+#: a malformed record reads as a number (beyond the far end of any grid) rather than NaN.
+MALFORMED_TERM = -1e30
 
 
 def loglik_terms_at_start(model: Any, name: str) -> np.ndarray:
-    """The log-likelihood terms of observed variable ``name`` at the model's start point, in term order.
+    """The log-likelihood terms of observed variable ``name`` at the model's start point, shaped as its terms.
 
     The terms are the ones :func:`clip_loglik` clips (a time series' steps, each element of a univariate row, each
     row of a multivariate likelihood), unclipped; a term holding a malformed record (NaN, infinite) reads
-    ``-1e300``. The start point is PyMC's initial point without jitter: the priors' central values and the declared
-    ``initval``\ s, never the records. The terms themselves hold the records: they are for a private choice
+    :data:`MALFORMED_TERM`. The start point is each free variable's support point (PyMC's ``support_point``: the
+    prior's centre, from its parameters), without jitter, and never an ``initval``: initial values are often computed
+    from the records (``initval=y.mean()``), and here the point would set every record's term. If the terms cannot be
+    evaluated on the records (an index out of range in one row), every term reads :data:`MALFORMED_TERM`: what
+    follows must not depend on which records fail. The terms hold the records: they are for a private choice
     (:mod:`pymc_dp.routes.clip_selection`), never released.
+
+    Raises
+    ------
+    ValueError
+        If the terms' graph cannot be built or compiled (from the model's structure alone).
     """
-    wide = clip_loglik(model, -_UNCLIPPED, _UNCLIPPED)
-    rv = wide[name]
-    logp = wide.logp(vars=[rv], sum=False)[0]
-    if getattr(rv.owner.op, "pymc_dp_per_step", False):
-        logp = _strip_last_sum(logp)  # the steps, before the clipped op sums them
-    fn = wide.compile_fn(logp, inputs=wide.value_vars, on_unused_input="ignore",
-                         mode="FAST_COMPILE")  # evaluated once: compiling would cost seconds on a cold cache
-    return np.asarray(fn(wide.initial_point()), dtype=float).ravel()
+    from pymc.initial_point import make_initial_point_fn
+
+    try:
+        wide = clip_loglik(model, MALFORMED_TERM, -MALFORMED_TERM)
+        rv = wide[name]
+        logp = wide.logp(vars=[rv], sum=False)[0]
+        if getattr(rv.owner.op, "pymc_dp_per_step", False):
+            logp = _strip_last_sum(logp)  # the steps, before the clipped op sums them
+        fn = wide.compile_fn(logp, inputs=wide.value_vars, on_unused_input="ignore",
+                             mode="FAST_COMPILE")  # evaluated once: compiling would cost seconds on a cold cache
+        point = make_initial_point_fn(model=wide, overrides={v: "support_point" for v in wide.free_RVs},
+                                      jitter_rvs=set())(0)
+        shape = _value_shape(rv, wide)
+    except Exception as err:  # noqa: BLE001 - structure only: no record's value is read here
+        raise ValueError(f"the log-likelihood terms of {name!r} cannot be built at the start point ({err}).") from None
+    try:
+        with np.errstate(all="ignore"):
+            terms = np.asarray(fn(point), dtype=float)
+    except Exception:  # noqa: BLE001 - a record's value failed it: every term reads as malformed, whichever failed
+        return np.full(_terms_shape(rv, shape), MALFORMED_TERM)
+    return np.where(np.isfinite(terms), terms, MALFORMED_TERM)
+
+
+def _terms_shape(rv: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of ``rv``'s terms from its value's shape (structure only): a time series' steps, or the value's
+    batch dimensions."""
+    op = rv.owner.op
+    if getattr(op, "pymc_dp_per_step", False):
+        return shape[:-1] + (shape[-1],)
+    return shape[:len(shape) - _support_dims(op)]

@@ -1,33 +1,43 @@
-"""A log-likelihood clip chosen privately, at the model's start point, inside the same ε.
+r"""A log-likelihood clip chosen privately, at the model's start point, inside the same ε.
 
-The tempered routes (``method="ops"``, ``"gibbs"``) bound a record's influence by clipping each log-likelihood term
-into ``loglik_clip=(lower, upper)``; Δ is ``upper − lower`` per term, so the window should hold the terms of the
-records where the posterior lies and be no wider. When a request plans only with such a clip and declares none
-(nor ``bounds=`` that would take it to another route), :mod:`pymc_dp.routes.selection` chooses one:
+The tempered routes (``method="ops"``, ``"gibbs"``, ``"ais"``) bound a record's influence by clipping each
+log-likelihood term into ``loglik_clip=(lower, upper)``; Δ is ``upper − lower`` per term under replace-one, so the
+window should hold the terms of the records where the posterior lies and be no wider. When a request plans only
+with such a clip and declares none (nor ``bounds=`` that would take it to another route),
+:mod:`pymc_dp.routes.selection` chooses one:
 
-1. the terms of the private observed variable at the model's **start point** — PyMC's initial point without
-   jitter: the priors' central values and declared ``initval``\\ s, public — one term per record (the every
-   ``k``-th term where one record enters ``k`` consecutive ones: a row of ``k`` elements, an AR(p) step with
-   ``k = p + 1``; so one record moves one of them);
+1. the terms of the private observed variable at the model's **start point**: each free variable's support point
+   (PyMC's ``support_point``, the prior's centre from its parameters), without jitter, and never an ``initval``
+   (initial values are often computed from the records, and this point sets every record's term). One value per
+   record, moved by that record alone: its term; a row's mean over its k elements' terms; for a time series, whose
+   step enters k consecutive terms (AR(p): k = p + 1), every k-th step's term, so T/k values for T steps. A
+   malformed record's term (NaN, infinite, outside the support) reads −10³⁰; if the terms cannot be evaluated on
+   the records at all (one row's group index out of range), every term does, whichever record failed;
 2. their median ``m`` found privately (:func:`pymc_dp.mechanisms.private_bounds.private_median`: two private
    cells, the quartiles' audited mechanism at q = ½, on a grid from 10⁻³ to 10⁴ either side of 0). A median, not
-   quartiles and their spread: a cell far from the terms scores −N/2 against the median's (−N/4 for a quartile),
-   and two releases take half the share each (a quartile pair four); at the gallery's sizes (N of 100–300, ε = 1)
-   a quartile landed a decade out and the window with it;
-3. the window, from ``m`` and public widths alone (post-processing): ``upper`` is 0 for a discrete likelihood (a
-   probability's log is never above it), else ``m + ABOVE``; ``lower`` is ``min(m, upper) − BELOW``. Δ is then
-   ``ABOVE + BELOW`` (11 nats) for a continuous likelihood, ``BELOW − m`` (at least 8) for a discrete one.
+   quartiles and their spread: a cell outside the middle half scores below −N/4 against the median's 0, and two
+   releases take half the share each (a quartile pair four); at the gallery's sizes (N of 100–300, ε = 1) a
+   private quartile of the terms landed a decade out and the window with it. Under replace-one the share is
+   :func:`median_needed_epsilon` over ε, within [0.05, 0.5];
+3. the window from ``m`` and public widths alone (post-processing): ``upper = m + ABOVE`` (at most 0 for a
+   discrete likelihood, whose terms never exceed it), ``lower = upper − ABOVE − BELOW``. Δ is 11 nats whatever
+   ``m`` is, so the route's price with the chosen clip is the one reserved with a placeholder of that width; a
+   route whose price depends on where the window lies (under add/remove Δ is ``max(|lower|, |upper|)``) is planned
+   at two placeholders, and if their prices differ the clip is not chosen (declare it).
 
 **Where it is weak.** The start point is not the posterior. A continuous likelihood's terms rise as its scale
-shrinks: :data:`ABOVE` (3 nats) allows a posterior scale down to about e⁻³ ≈ 1/20 of the start's before the best
-records' terms are clipped at ``upper``; :data:`BELOW` (8 nats) holds records up to four scales out at the start.
-Priors far from the records (a start whose terms are thousands of nats down) place the window where the
-posterior's terms are not: every record then clips, the likelihood is flat and the prior comes back. Centre the
-priors near the records' scale, or declare ``loglik_clip=``.
+shrinks: :data:`ABOVE` (3 nats) lets the posterior's scale be about e⁻³ ≈ 1/20 of the start's, when the priors
+are centred on the records, before the best records clip at ``upper``; :data:`BELOW` (8 nats) holds records
+about four scales out. Priors far from the records put the window where the posterior's terms are not, every
+record clips, the likelihood is flat and the prior comes back: a median below :data:`FAR_BELOW` is warned of (the
+released median alone). Under add/remove the share is 0.1 whatever N is (private), and at a few hundred records
+or fewer the median is close to uniform over the grid. Centre the priors near the records' scale, or declare
+``loglik_clip=``.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -41,6 +51,8 @@ __all__ = ["ClipRequest", "missing_clip", "clip_window", "median_needed_epsilon"
 ABOVE = 3.0
 #: How far below the terms' median the window reaches (nats).
 BELOW = 8.0
+#: A median term below this (nats) is warned of: the start point is far from the records.
+FAR_BELOW = -50.0
 #: The candidates' decades: 0 and ±10ᵏ for k from -3 to 4 (terms past ±10⁴ nats are of no usable model).
 DECADES = (-3, 4)
 
@@ -56,9 +68,13 @@ def median_needed_epsilon(records: int, confidence: float = 0.01) -> float:
 
 
 def clip_window(median: float, discrete: bool) -> tuple[float, float]:
-    """The clip from the terms' private median and public widths (see the module docstring)."""
-    upper = 0.0 if discrete else median + ABOVE
-    return float(min(median, upper) - BELOW), float(upper)
+    """The clip from the terms' private median and public widths: ``upper`` ABOVE over the median (at most 0 for a
+    discrete likelihood), ``lower`` ABOVE + BELOW under ``upper``; Δ = ABOVE + BELOW whatever the median (public, so
+    the route's price with the chosen clip is the price reserved with the placeholder)."""
+    upper = median + ABOVE
+    if discrete:
+        upper = min(upper, 0.0)
+    return float(upper - ABOVE - BELOW), float(upper)
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,7 @@ class ClipRequest:
     terms: np.ndarray = field(repr=False)
     discrete: bool = False
     per_record: int = 1
+    dependent: bool = False
     width = 1
     what = "loglik_clip"
 
@@ -81,7 +98,13 @@ class ClipRequest:
         return median_needed_epsilon(self.records, confidence)
 
     def placeholder(self) -> tuple[float, float]:
-        return (-10.0, 0.0)
+        """A public clip of the chosen one's width (Δ, hence the route's price, is the same)."""
+        return (-BELOW, ABOVE)
+
+    def alternatives(self) -> tuple[tuple[float, float], ...]:
+        """A placeholder of the same width elsewhere: a route priced differently there (Δ from where the window lies,
+        as under add/remove) cannot have the choice reserved."""
+        return ((-BELOW - 100.0, ABOVE - 100.0),)
 
     def declare(self, declarations: dict[str, Any], value: Any) -> None:
         declarations["loglik_clip"] = value
@@ -94,17 +117,34 @@ class ClipRequest:
                                 touched=f"{self.variable}: log-likelihood terms at the start point")
         median = picked.value
         window = clip_window(median, self.discrete)
+        if median < FAR_BELOW:  # the released median alone: post-processing
+            warnings.warn(
+                f"the clip was chosen around a median log-likelihood term of {median:.3g} at the start point (the "
+                "priors' centres): records that far from the priors' centre make the posterior's terms lie elsewhere, "
+                "and a clip around these may flatten the likelihood so that the prior comes back. Centre the priors "
+                "near the records' scale, or declare loglik_clip=.", UserWarning, stacklevel=2)
+        reads = ("one per record" if self.per_record == 1 else
+                 f"every {self.per_record}-th step's term (a step enters {self.per_record} consecutive ones)"
+                 if self.dependent else f"each record's mean over its row's {self.per_record} terms")
         released = {"median of the terms at the start point": median, "clip chosen": list(window),
-                    "at": "the model's start point (priors and initvals, no jitter)",
-                    "terms used": "one per record" + (f" (every {self.per_record}th term: a record enters "
-                                                      f"{self.per_record} consecutive ones)"
-                                                      if self.per_record > 1 else "")}
+                    "at": "the start point: each free variable's support point (its prior's centre), no initval",
+                    "terms read": reads}
         return window, list(picked.entries), [released] * len(picked.entries)
+
+
+def _one_per_record(terms: np.ndarray, per_record: Any) -> np.ndarray:
+    """One value per record from the terms, each moved by that record alone: a time series' every k-th step (a step
+    enters k consecutive terms, so k consecutive ones hold one of these), a row's mean over its k elements' terms."""
+    if per_record.dependent:
+        return terms.ravel()[::per_record.per_record]
+    rows = terms.reshape(terms.shape[0], -1) if terms.ndim else terms.reshape(1, 1)
+    return rows.mean(axis=1) if rows.shape[1] > 1 else rows[:, 0]
 
 
 def missing_clip(model: Any, declared: Any, public: Sequence[str] = ()) -> ClipRequest | None:
     """The :class:`ClipRequest` of a model with one private observed variable whose records each enter their own
-    terms, when ``loglik_clip`` is not declared; None otherwise (the route's refusal then stands)."""
+    terms, when ``loglik_clip`` is not declared; None otherwise (the route's refusal then stands). Decided from the
+    model's structure alone: never from a record's value, nor (under add/remove) from their number."""
     from ..model.loglik_clip import clip_terms, loglik_terms_at_start
 
     if declared is not None:
@@ -115,11 +155,11 @@ def missing_clip(model: Any, declared: Any, public: Sequence[str] = ()) -> ClipR
     rv = private[0]
     try:
         per_record = clip_terms(rv, model)
-        terms = loglik_terms_at_start(model, rv.name)
-    except Exception:  # noqa: BLE001 - a model the clip cannot copy or evaluate: the route's refusal says why
+    except ValueError:
         return None
-    subset = terms[::per_record.per_record]
-    if subset.size < 2:
+    if per_record.whole:
         return None  # one term holds every record: no quantile of records to take
-    return ClipRequest(rv.name, subset, discrete=str(rv.type.dtype).startswith(("int", "uint", "bool")),
-                       per_record=per_record.per_record)
+    terms = loglik_terms_at_start(model, rv.name)  # ValueError (structure) propagates: the refusal stands
+    return ClipRequest(rv.name, _one_per_record(terms, per_record),
+                       discrete=str(rv.type.dtype).startswith(("int", "uint", "bool")),
+                       per_record=per_record.per_record, dependent=per_record.dependent)

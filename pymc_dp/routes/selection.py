@@ -333,7 +333,14 @@ class SelectionPlan(RoutePlan):
                                                 rng)
             r.declare(declarations, value)
             self._chosen.extend(self._annotated(r, entries, released))
-        self._inner = self.replan(declarations)
+        try:
+            self._inner = self.replan(declarations)
+        except ValueError as err:  # the route's words say nothing was spent: the choice was
+            raise RuntimeError(
+                f"with {', '.join(r.what for r in self.requests)} chosen, the request no longer plans (the route says: "
+                f"{str(err).replace('Nothing was spent.', '').replace('nothing was spent', 'nothing of the route')}"
+                "); the choice is recorded as spent. Declare the numbers (the ledger's entries hold the ones chosen) "
+                "and run again.") from None
         self._check_priced_as_reserved()
         ran = self._inner.run()
         return replace(ran, spent=[*self._selection_spent(), *ran.spent])
@@ -341,11 +348,8 @@ class SelectionPlan(RoutePlan):
     def _check_priced_as_reserved(self) -> None:
         """The route planned with the chosen ranges must be the one priced with the placeholders, at no more ε or
         δ: the reservation was made for that one (the ranges already drawn are recorded if not)."""
-        def total(plan: RoutePlan) -> tuple[float, float]:
-            return (sum(e.epsilon * e.count for e in plan.entries), sum(e.delta * e.count for e in plan.entries))
-
         route = getattr(self._inner, "route", None) or self._inner.route_name
-        (eps, delta), (eps0, delta0) = total(self._inner), total(self.placeholder)
+        (eps, delta), (eps0, delta0) = _price(self._inner), _price(self.placeholder)
         if route != self.route or eps > eps0 * (1 + 1e-9) or delta > delta0 * (1 + 1e-9) + 1e-300:
             raise RuntimeError(
                 f"with the ranges chosen the request planned as {route!r} at ε = {eps:.4g}, δ = {delta:.3g}, not as "
@@ -371,6 +375,11 @@ class SelectionPlan(RoutePlan):
         return [*self._selection_spent(), *inner]
 
 
+def _price(plan: RoutePlan) -> tuple[float, float]:
+    """A plan's ε and δ as the sum of its entries."""
+    return (sum(e.epsilon * e.count for e in plan.entries), sum(e.delta * e.count for e in plan.entries))
+
+
 def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: float, declared: Mapping[str, Any],
                         plan: Callable[[dict[str, Any], float], RoutePlan], noise_rng: Any,
                         relation: str) -> SelectionPlan:
@@ -390,13 +399,20 @@ def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: 
     if relation == "replace" and share * float(epsilon) < needed:
         warnings.warn(
             f"choosing {columns} number(s) privately over {records} records needs about ε = {needed:.2g} to be "
-            f"reliable, and {share:g} of ε = {float(epsilon):g} is {share * float(epsilon):.2g}: a range may come out "
-            f"far too wide (noise) or cut records. Declare {', '.join(sorted({r.what for r in requests}))}, give "
+            f"reliable, and {share:g} of ε = {float(epsilon):g} is {share * float(epsilon):.2g}: what is chosen may "
+            f"be far off (a range far too wide or cutting records, a clip away from the records' terms). Declare {', '.join(sorted({r.what for r in requests}))}, give "
             "more ε, or pass selection= a larger share.", UserWarning, stacklevel=4)
     rest = float(epsilon) * (1.0 - share)
     with curator_reports(False), warnings.catch_warnings():  # of placeholders, not of the ranges that will be used:
         warnings.simplefilter("ignore", UserWarning)          # the route's plan with those says its own at run time
         placeholder = plan(placeholders, rest)
+        for r in requests:  # a price that moves with where the number lies could not be reserved in advance
+            for alternative in getattr(r, "alternatives", lambda: ())():
+                moved = dict(placeholders)
+                r.declare(moved, alternative)
+                if _price(plan(moved, rest)) != _price(placeholder):
+                    raise ValueError(f"the route's price depends on where {r.what} lies, so the choice cannot be "
+                                     "reserved before it is made; declare it.")
     reserved = [LedgerEntry("exponential", float(epsilon) * share, count=1, event=None, neighbouring=relation,
                             touched="numbers the request did not declare, chosen privately")]
     return SelectionPlan(
