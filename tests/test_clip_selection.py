@@ -175,3 +175,18 @@ def test_whether_a_clip_is_chosen_does_not_read_the_number_of_records():
     """Under add/remove N is private: one record or many, the request is offered (structure decides)."""
     for n in (1, 2, 30):
         assert missing_clip(_grouped_mixture(np.zeros(n, dtype=int)), None) is not None
+
+
+def test_under_add_remove_a_small_mixture_plans_like_a_large_one():
+    """A NormalMixture on a NumPy array: below ten records PyTensor's graph held a reduction the record check read
+    as a TypeError, so whether the request planned (with a clip declared or chosen) told N < 10, private there."""
+    from pymc_dp.routes import _plan
+
+    y = np.random.default_rng(4).normal(size=12)
+    for n in (1, 5, 9, 10, 12):
+        with pm.Model() as model:
+            mu = pm.Normal("mu", 0, 1, shape=2)
+            pm.NormalMixture("y", w=np.array([0.5, 0.5]), mu=mu, sigma=pm.HalfNormal("s", 1), observed=y[:n])
+        for declared in ({"loglik_clip": (-10.0, 0.0)}, {}):
+            plan = _plan(model, 100, 1.0, "auto", None, "add_remove", dict(declared))
+            assert plan.route == "ops", (n, declared)

@@ -241,6 +241,8 @@ class _Walk:
             return axes[0]
         if isinstance(op, CAReduce) or kind == "LogSumExp":
             a = axes[0]
+            if a is SHARED:  # reached through an inner graph's shared input: no records in it
+                return SHARED
             ndim = node.inputs[0].type.ndim
             reduced = range(ndim) if op.axis is None else tuple(r % ndim for r in op.axis)
             if a in reduced:
