@@ -315,7 +315,7 @@ def test_ops_clips_records_to_the_declared_bounds_and_refuses_what_it_cannot_pro
     assert float(model.rvs_to_values[model["y"]].data.max()) == 12.0  # the user's data untouched
     with model:
         with pytest.raises(ValueError, match=r"pmdp\.truncate\(model, \{'mu'"):
-            pmdp.sample(100, epsilon=1.0, bounds={"y": {"x": (-5, 5)}}, **OPS)
+            pmdp.sample(100, epsilon=1.0, bounds={"y": {"x": (-5, 5)}}, selection=False, **OPS)
         with pytest.raises(ValueError, match="needs epsilon"):
             pmdp.sample(100, truncate={"mu": (-3, 3)}, **OPS)
         with pytest.raises(ValueError, match="noise_rng applies to method='laplace' / 'measurements' / 'saa' / 'ais', not method='ops'"):
