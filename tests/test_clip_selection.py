@@ -52,13 +52,10 @@ def test_the_clip_share_is_what_the_median_needs_about_half_a_range():
 
 
 def test_the_window_is_the_median_and_public_widths():
-    assert clip_window(-2.0, discrete=False) == (-2.0 - BELOW, -2.0 + ABOVE)
-    assert clip_window(-2.0, discrete=True) == (-ABOVE - BELOW, 0.0)  # a probability's log is at most 0
-    assert clip_window(-50.0, discrete=True) == (-50.0 - BELOW, -50.0 + ABOVE)
     for median in (-300.0, -2.0, 0.5, 40.0):  # Δ is public: the price reserved with the placeholder holds
-        for discrete in (False, True):
-            lower, upper = clip_window(median, discrete)
-            assert upper - lower == pytest.approx(ABOVE + BELOW)
+        lower, upper = clip_window(median)
+        assert (lower, upper) == (median - BELOW, median + ABOVE)
+        assert upper - lower == pytest.approx(ABOVE + BELOW)
 
 
 def test_an_ar1_series_with_nothing_declared_runs_on_ops_with_a_clip_chosen_inside_epsilon():
@@ -78,12 +75,19 @@ def test_an_ar1_series_with_nothing_declared_runs_on_ops_with_a_clip_chosen_insi
     assert "every 2-th step's term" in chosen[0].details["terms read"]
 
 
-def test_a_discrete_likelihood_gets_its_upper_end_at_zero():
+def test_a_discrete_likelihood_gets_the_public_window_and_the_whole_epsilon():
+    """Log-probabilities are never above 0: a count model's clip is the public (−11, 0), nothing spent on a choice,
+    the whole ε on the route, and the ledger says so."""
+    from pymc_dp.routes.clip_selection import DISCRETE_CLIP
+
     model, _ = _switchpoint()
+    assert missing_clip(model, None).public_window == DISCRETE_CLIP
     trace = pmdp.sample(model=model, epsilon=2.0, random_seed=2, **SAMPLING)
-    (lo, hi) = _clip_entries(trace)[0].details["clip chosen"]
-    assert hi == 0.0 and lo <= -BELOW
-    assert pmdp.ledger(trace).total().epsilon == pytest.approx(2.0)
+    ledger = pmdp.ledger(trace)
+    assert not _clip_entries(trace) and ledger.total().epsilon == pytest.approx(2.0)
+    assert all(e.details.get("route") == "ops" for e in ledger.entries)
+    assert any("loglik_clip (-11, 0)" in a for e in ledger.entries for a in e.assumptions)
+    assert ledger.entries[0].details["sensitivity"] == pytest.approx(11.0)
 
 
 def test_a_declared_clip_wins_and_selection_false_refuses():

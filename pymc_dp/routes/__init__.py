@@ -45,7 +45,7 @@ from .chooser import AUTO_ORDER, ChosenRoute, choose_route
 from .options import AIS, OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, Measurements, RouteOptions, options_for
 from .saa import SAARun, plan_saa
 from .ais import AISRun, plan_ais
-from .clip_selection import missing_clip
+from .clip_selection import DISCRETE_ASSUMPTION, missing_clip
 from .selection import Selection, missing_bounds, plan_with_selection, resolve_selection
 
 __all__ = [
@@ -179,6 +179,10 @@ def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, led
             requests = missing(model, _declared(method, keywords, key), public)
             if not requests:
                 continue
+            if getattr(requests, "public_window", None) is not None:  # a discrete likelihood's clip: no choice
+                chosen = plan({key: requests.public_window}, float(epsilon))
+                chosen.assumptions = (*chosen.assumptions, DISCRETE_ASSUMPTION)
+                return chosen
             requests = requests if isinstance(requests, list) else [requests]
             return plan_with_selection(requests, selection, float(epsilon), {key: _declared(method, keywords, key)},
                                        plan, noise_rng, relation)

@@ -19,11 +19,16 @@ with such a clip and declares none (nor ``bounds=`` that would take it to anothe
    releases take half the share each (a quartile pair four); at the gallery's sizes (N of 100–300, ε = 1) a
    private quartile of the terms landed a decade out and the window with it. Under replace-one the share is
    :func:`median_needed_epsilon` over ε, within [0.05, 0.5];
-3. the window from ``m`` and public widths alone (post-processing): ``upper = m + ABOVE`` (at most 0 for a
-   discrete likelihood, whose terms never exceed it), ``lower = upper − ABOVE − BELOW``. Δ is 11 nats whatever
-   ``m`` is, so the route's price with the chosen clip is the one reserved with a placeholder of that width; a
-   route whose price depends on where the window lies (under add/remove Δ is ``max(|lower|, |upper|)``) is planned
-   at two placeholders, and if their prices differ the clip is not chosen (declare it).
+3. the window from ``m`` and public widths alone (post-processing): ``(m − BELOW, m + ABOVE)``. Δ is 11 nats
+   whatever ``m`` is, so the route's price with the chosen clip is the one reserved with a placeholder of that
+   width; a route whose price would depend on where the window lies (under add/remove Δ is
+   ``max(|lower|, |upper|)``) is planned at two placeholders, and if their prices differ the clip is not chosen
+   (declare it).
+
+A **discrete** likelihood (an integer dtype) gets :data:`DISCRETE_CLIP` = (−11, 0) instead, public, with no ε
+spent: its terms are log-probabilities, never above 0, and the posterior's lie in that window for most count and
+category models; the start point's terms, far below the posterior's when the priors are off, only misplaced it.
+The ledger's entries carry it as an assumption.
 
 **Where it is weak.** The start point is not the posterior. A continuous likelihood's terms rise as its scale
 shrinks: :data:`ABOVE` (3 nats) lets the posterior's scale be about e⁻³ ≈ 1/20 of the start's, when the priors
@@ -45,12 +50,20 @@ import numpy as np
 
 from ..accounting import PrivacyLedger
 
-__all__ = ["ClipRequest", "missing_clip", "clip_window", "median_needed_epsilon", "ABOVE", "BELOW"]
+__all__ = ["ClipRequest", "missing_clip", "clip_window", "median_needed_epsilon", "ABOVE", "BELOW", "DISCRETE_CLIP"]
 
 #: How far above the terms' median a continuous likelihood's window reaches (nats).
 ABOVE = 3.0
 #: How far below the terms' median the window reaches (nats).
 BELOW = 8.0
+#: The clip of a discrete likelihood, public: its terms are log-probabilities, never above 0, and a record less
+#: likely than e⁻¹¹ ≈ 1.7·10⁻⁵ under the parameters clips. No ε is spent on it (the start point's terms, far below
+#: the posterior's when the priors are off, only misplaced the window: 2.3× a declared (−10, 0)'s distance on the
+#: rat tumours at ε = 1, with half of ε spent on the choice).
+DISCRETE_CLIP = (-11.0, 0.0)
+#: What the ledger's entries say of it.
+DISCRETE_ASSUMPTION = ("loglik_clip (-11, 0): the public default for a discrete likelihood (log-probabilities are "
+                       "at most 0); a record less likely than e^-11 under the parameters clips")
 #: A median term below this (nats) is warned of: the start point is far from the records.
 FAR_BELOW = -50.0
 #: The candidates' decades: 0 and ±10ᵏ for k from -3 to 4 (terms past ±10⁴ nats are of no usable model).
@@ -67,14 +80,11 @@ def median_needed_epsilon(records: int, confidence: float = 0.01) -> float:
     return 16.0 * float(np.log(2 * SECOND_PASS_GRID / confidence)) / max(int(records), 1)
 
 
-def clip_window(median: float, discrete: bool) -> tuple[float, float]:
-    """The clip from the terms' private median and public widths: ``upper`` ABOVE over the median (at most 0 for a
-    discrete likelihood), ``lower`` ABOVE + BELOW under ``upper``; Δ = ABOVE + BELOW whatever the median (public, so
-    the route's price with the chosen clip is the price reserved with the placeholder)."""
-    upper = median + ABOVE
-    if discrete:
-        upper = min(upper, 0.0)
-    return float(upper - ABOVE - BELOW), float(upper)
+def clip_window(median: float) -> tuple[float, float]:
+    """The clip from the terms' private median and public widths: ``(m − BELOW, m + ABOVE)``; Δ = ABOVE + BELOW
+    whatever the median (public, so the route's price with the chosen clip is the price reserved with the
+    placeholder)."""
+    return float(median - BELOW), float(median + ABOVE)
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,11 @@ class ClipRequest:
     @property
     def records(self) -> int:
         return int(len(self.terms))
+
+    @property
+    def public_window(self) -> tuple[float, float] | None:
+        """The window used without a choice: :data:`DISCRETE_CLIP` for a discrete likelihood, else None."""
+        return DISCRETE_CLIP if self.discrete else None
 
     def needed(self, confidence: float) -> float:
         """The ε that makes the median's choice reliable (:func:`median_needed_epsilon`, over one term per record)."""
@@ -116,7 +131,7 @@ class ClipRequest:
         picked = private_median(self.terms, epsilon=epsilon, ledger=ledger, decades=DECADES, rng=rng,
                                 touched=f"{self.variable}: log-likelihood terms at the start point")
         median = picked.value
-        window = clip_window(median, self.discrete)
+        window = clip_window(median)
         if median < FAR_BELOW:  # the released median alone: post-processing
             warnings.warn(
                 f"the clip was chosen around a median log-likelihood term of {median:.3g} at the start point (the "
@@ -159,7 +174,9 @@ def missing_clip(model: Any, declared: Any, public: Sequence[str] = ()) -> ClipR
         return None
     if per_record.whole:
         return None  # one term holds every record: no quantile of records to take
+    if str(rv.type.dtype).startswith(("int", "uint", "bool")):
+        return ClipRequest(rv.name, np.zeros(0), discrete=True, per_record=per_record.per_record,
+                           dependent=per_record.dependent)  # the public window: no term is read
     terms = loglik_terms_at_start(model, rv.name)  # ValueError (structure) propagates: the refusal stands
-    return ClipRequest(rv.name, _one_per_record(terms, per_record),
-                       discrete=str(rv.type.dtype).startswith(("int", "uint", "bool")),
-                       per_record=per_record.per_record, dependent=per_record.dependent)
+    return ClipRequest(rv.name, _one_per_record(terms, per_record), per_record=per_record.per_record,
+                       dependent=per_record.dependent)
