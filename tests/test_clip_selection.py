@@ -194,3 +194,15 @@ def test_under_add_remove_a_small_mixture_plans_like_a_large_one():
         for declared in ({"loglik_clip": (-10.0, 0.0)}, {}):
             plan = _plan(model, 100, 1.0, "auto", None, "add_remove", dict(declared))
             assert plan.route == "ops", (n, declared)
+
+
+def test_ais_with_nothing_declared_and_no_ledger_reserves_the_whole_epsilon():
+    """AIS budgets a ledger of its own at the ε it is given (the rest, after the share): the choice's reservation is
+    made on one budgeted at the whole ε instead (it failed with BudgetExceededError before)."""
+    y = np.random.default_rng(18).normal(size=300)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1, shape=2)
+        pm.NormalMixture("y", w=np.array([0.5, 0.5]), mu=mu, sigma=pm.HalfNormal("s", 1), observed=y)
+    trace = pmdp.sample(20, model=model, epsilon=1.0, method="ais", stages=3, progressbar=False)
+    ledger = pmdp.ledger(trace)
+    assert ledger.budget.epsilon == 1.0 and len(_clip_entries(trace)) == 2

@@ -175,6 +175,8 @@ def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, led
     for key, missing in (("bounds", missing_bounds), ("loglik_clip", missing_clip)):
         if isinstance(method, RouteOptions) and not hasattr(method, key):
             continue
+        if key == "loglik_clip" and any(_declared(method, keywords, k) is not None for k in ("bounds", "truncate")):
+            continue  # the request chose its way (data bounds, a truncation): its route's refusal says what is missing
         try:
             requests = missing(model, _declared(method, keywords, key), public)
             if not requests:
@@ -185,7 +187,7 @@ def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, led
                 return chosen
             requests = requests if isinstance(requests, list) else [requests]
             return plan_with_selection(requests, selection, float(epsilon), {key: _declared(method, keywords, key)},
-                                       plan, noise_rng, relation)
+                                       plan, noise_rng, relation, fresh_ledger=ledger is None)
         except (TypeError, ValueError):
             continue
     return None

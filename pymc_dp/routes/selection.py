@@ -382,12 +382,13 @@ def _price(plan: RoutePlan) -> tuple[float, float]:
 
 def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: float, declared: Mapping[str, Any],
                         plan: Callable[[dict[str, Any], float], RoutePlan], noise_rng: Any,
-                        relation: str) -> SelectionPlan:
+                        relation: str, fresh_ledger: bool = False) -> SelectionPlan:
     """The :class:`SelectionPlan` of a request missing ``requests`` (:class:`BoundRequest`\\ s, or a
     :class:`~pymc_dp.routes.clip_selection.ClipRequest`): ``plan(declarations, ε)`` plans the route (raising if it
     cannot) from ``declared`` (what the request declared, by keyword) with each request's value added — placeholders
-    now, to price it and prove it would plan; the chosen values at run time. Raises what the placeholder plan raises;
-    nothing is spent."""
+    now, to price it and prove it would plan; the chosen values at run time. ``fresh_ledger``: the request gave no
+    ledger, so a route that budgets its own at the ε it was given (the rest) has it raised to the whole ε. Raises what
+    the placeholder plan raises; nothing is spent."""
     from ..accounting.curator import curator_reports
 
     placeholders = dict(declared)
@@ -415,8 +416,12 @@ def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: 
                                      "reserved before it is made; declare it.")
     reserved = [LedgerEntry("exponential", float(epsilon) * share, count=1, event=None, neighbouring=relation,
                             touched="numbers the request did not declare, chosen privately")]
+    ledger = placeholder.ledger
+    budget = getattr(ledger, "budget", None)
+    if fresh_ledger and budget is not None and not len(ledger):  # the route's own ledger, budgeted at the rest of ε
+        ledger = PrivacyLedger(replace(budget, epsilon=float(epsilon)), ledger.neighbouring)
     return SelectionPlan(
-        ledger=placeholder.ledger, entries=[*reserved, *placeholder.entries], requests=tuple(requests),
+        ledger=ledger, entries=[*reserved, *placeholder.entries], requests=tuple(requests),
         selection=selection, epsilon=float(epsilon), share=share, declared=dict(declared),
         replan=lambda chosen: plan(chosen, rest), placeholder=placeholder, noise_rng=noise_rng,
         assumptions=tuple(placeholder.assumptions), route_name=placeholder.route_name)
