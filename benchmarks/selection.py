@@ -200,28 +200,41 @@ def run_gallery(name: str, seeds: int) -> list[dict[str, Any]]:
     return rows
 
 
-def gallery_main(seeds: int, names: list[str] | None = None) -> None:
-    import gallery_models as G
-
-    rows = []
-    for name in names or G.MODELS:
-        for row in run_gallery(name, seeds):
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+def _write_gallery(rows: list[dict[str, Any]], names: list[str] | None) -> None:
+    """results/selection_gallery.{json,md}; a subset of the models is merged into the rows already there."""
     out = HERE / "results"
     path = out / "selection_gallery.json"
-    if names:  # a subset: merged into the rows already there
+    if names:
         kept = [r for r in (json.loads(path.read_text()) if path.exists() else []) if r["model"] not in names]
         rows = kept + rows
     path.write_text(json.dumps(rows, indent=1))
     lines = ["| model | ε | route (nothing declared) | chosen | best hand (plain s.d.) | nothing declared | ratio | "
              "share of ε | ledger total |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['model']} | {r['epsilon']:g} | failed: {r['failed']} | | | | | | |")
+            continue
         ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
         lines.append(f"| {r['model']} | {r['epsilon']:g} | {r['route']} | {', '.join(r['chosen for']) or '-'} | "
                      f"{r['best hand']:.2f} | {r['chosen']:.2f} | {ratio} | {r['share']:.2f} | "
                      f"{r['total epsilon']:.3g} |")
     (out / "selection_gallery.md").write_text("\n".join(lines) + "\n")
+
+
+def gallery_main(seeds: int, names: list[str] | None = None) -> None:
+    import gallery_models as G
+
+    rows: list[dict[str, Any]] = []
+    for name in names or G.MODELS:
+        try:
+            new = run_gallery(name, seeds)
+        except Exception as err:  # noqa: BLE001 - a benchmark records the failure and goes on
+            new = [{"model": name, "epsilon": eps, "failed": f"{type(err).__name__}: {str(err)[:120]}"}
+                   for eps in EPSILONS]
+        for row in new:
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        _write_gallery(rows, [r["model"] for r in rows] if names else None)
 
 
 def main() -> None:
