@@ -310,7 +310,7 @@ class SelectionPlan(RoutePlan):
 
     @property
     def what(self) -> str:
-        return f"{self.placeholder.what} with its ranges chosen privately"
+        return f"{self.placeholder.what} with {', '.join(r.what for r in self.requests)} chosen privately"
 
     @property
     def route(self) -> str | None:
@@ -399,7 +399,8 @@ def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: 
     share = selection.share_for(float(epsilon), needed, relation)
     if relation == "replace" and share * float(epsilon) < needed:
         warnings.warn(
-            f"choosing {columns} number(s) privately over {records} records needs about ε = {needed:.2g} to be "
+            f"choosing {columns} number(s) privately over {records} values (one per record, or per k steps of a "
+            f"series) needs about ε = {needed:.2g} to be "
             f"reliable, and {share:g} of ε = {float(epsilon):g} is {share * float(epsilon):.2g}: what is chosen may "
             f"be far off (a range far too wide or cutting records, a clip away from the records' terms). Declare {', '.join(sorted({r.what for r in requests}))}, give "
             "more ε, or pass selection= a larger share.", UserWarning, stacklevel=4)
