@@ -98,8 +98,8 @@ def sample(
     model
         The model (default: the ``with`` block's), never modified.
     selection
-        ``True`` (default): a data range the route needs and ``bounds=`` lacks is chosen privately on a
-        share of ε (:mod:`pymc_dp.routes.selection`); a share in (0, 1), a :class:`Selection`, or ``False``.
+        ``True`` (default): a data range or log-likelihood clip the route needs and the request lacks is chosen
+        on a share of ε (:mod:`pymc_dp.routes.selection`); a share in (0, 1), a :class:`Selection`, or ``False``.
     **keywords
         The route's options by name (the fields of its route object, e.g.
         ``bounds=``, ``truncate=``, ``samples=``, ``temperature=``), then anything
