@@ -90,6 +90,34 @@ def test_a_discrete_likelihood_gets_the_public_window_and_the_whole_epsilon():
     assert ledger.entries[0].details["sensitivity"] == pytest.approx(11.0)
 
 
+def test_a_choice_too_strained_at_this_epsilon_gives_way_to_one_that_is_not():
+    """A Poisson regression of 200 records at ε = 1 could take the measurements route with its three ranges chosen
+    (two covariates and the counts), but they need about ε = 5.5 to be reliable and would get 0.5: most came out
+    decades off (a covariate's range ±8·10⁵). The count likelihood's public clip needs nothing, so the ops route
+    runs with the whole ε instead; with ε = 50 the ranges are reliable and are chosen."""
+    from pymc_dp.routes.selection import Selection, missing_bounds, selection_strain
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(0.0, 1.0, (200, 2))
+    with pm.Model() as model:
+        a = pm.Normal("a", 0.0, 2.0)
+        b = pm.Normal("b", 0.0, 1.0, shape=2)
+        pm.Poisson("y", mu=pm.math.exp(a + X @ b), observed=rng.poisson(np.exp(0.5 + X @ [0.3, -0.2])))
+    ranges = missing_bounds(model, None)
+    assert selection_strain(ranges, Selection(), 1.0, "replace") > 10
+    assert selection_strain(ranges, Selection(), 50.0, "replace") <= 1
+    assert selection_strain(ranges, Selection(), 1.0, "add_remove") == 0.0  # N private: the order stands
+    trace = pmdp.sample(model=model, epsilon=1.0, random_seed=3, **SAMPLING)
+    ledger = pmdp.ledger(trace)
+    assert {e.details.get("route") for e in ledger.entries} == {"ops"}
+    assert not [e for e in ledger.entries if "selection" in e.details]
+    assert ledger.total().epsilon == pytest.approx(1.0)
+    from pymc_dp.routes import _plan
+
+    plan = _plan(model, 200, 50.0, "auto", None, None, {**SAMPLING})
+    assert plan.route == "measurements" and {r.key for r in plan.requests} == {"x", "y"}
+
+
 def test_a_declared_clip_wins_and_selection_false_refuses():
     model, _ = _ar1(100)
     trace = pmdp.sample(model=model, epsilon=1.0, loglik_clip=(-8.0, 0.0), random_seed=1, **SAMPLING)

@@ -205,6 +205,23 @@ def test_a_glm_without_the_outcomes_range_is_refused_before_anything_is_spent():
     assert len(ledger) == 0 and not ledger.reserved
 
 
+def test_bounds_so_wide_that_the_noise_would_overflow_are_refused_before_anything_is_spent():
+    """A covariate range of ±10⁶ under a log link: a record's information reaches exp(10⁶·β)-sized numbers at the
+    first point already, whose noise s.d. squared is no double. Refused at planning, naming the bounds; a later
+    round's point that reaches such clips is refused before its noise is drawn (the earlier rounds recorded)."""
+    from pymc_dp.mechanisms.private_newton import MAX_CLIP, check_clips
+
+    x, y = _records("poisson", 200, 4)
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="narrower bounds"):
+        _sample(_glm("poisson", x, y), ledger, method="measurements", bounds={"y": {"x": (-1e6, 1e6), "y": (0, 1e7)}})
+    assert len(ledger) == 0 and not ledger.reserved
+    check_clips(MAX_CLIP, 1.0, "here")
+    for worst in (MAX_CLIP * 10, np.inf, np.nan):
+        with pytest.raises(ValueError, match="overflow"):
+            check_clips(1.0, worst, "at round 2's point")
+
+
 def _coverage(family: str, n: int, releases: int, bounds: dict) -> np.ndarray:
     """Whether each coefficient's 90 % interval of the one-step likelihood (flat prior: the likelihood's own Gaussian)
     covers the truth, over ``releases`` data sets, with the route's own schedule (its private clips included)."""

@@ -163,6 +163,24 @@ def _absolute(matrix: np.ndarray) -> np.ndarray:
 KEPT_TERMS = 10_000_000
 
 
+#: The largest L1 clip of a record's score or information a round releases at: a worst case beyond it (bounds decades
+#: too wide for an exponential link, whose terms grow like exp(β·x)) would give noise whose square overflows a double
+#: in the one-step likelihood, and a release that says nothing at any ε.
+MAX_CLIP = 1e100
+
+
+def check_clips(score_clip: float, information_clip: float, when: str) -> None:
+    """Refuse clips that are not finite or exceed :data:`MAX_CLIP` (public: functions of the bounds and the point)."""
+    pair = np.array([score_clip, information_clip], dtype=float)
+    worst = float(np.max(np.where(np.isnan(pair), np.inf, pair)))
+    if worst > MAX_CLIP:
+        raise ValueError(
+            f"{when}, a record's score or information can reach {worst:.3g} within the declared bounds: the noise "
+            f"that covers it would overflow a double and the release would say nothing. Declare narrower bounds "
+            "(the covariates' 'x' and the outcome's 'y'; with a log or logit link a wide 'x' range makes exp(β·x) "
+            "enormous), or rescale the data.")
+
+
 #: How much of what the earlier rounds said the next point keeps (their precision is multiplied by it): early rounds
 #: were measured far from the parameters, where the quadratic is least accurate, so newer ones must be able to move
 #: the point.
@@ -436,6 +454,7 @@ def private_newton(
             for t, ((eps_score, eps_info), (choice_score, choice_info)) in enumerate(zip(budgets, choices)):
                 # the worst cases; an L1 one also bounds the weighted norm (every weight ≥ 1) where ``clips`` takes none
                 c_score, c_info = clips(point, weights) if weighted_clips and np.any(weights != 1.0) else clips(point)
+                check_clips(c_score, c_info, f"at round {t + 1}'s point")
                 terms = None
                 if choice_score > 0 or choice_info > 0:  # the worst cases lowered to the records' own tail, privately
                     score_norms, info_norms, terms = norms(point, weights)

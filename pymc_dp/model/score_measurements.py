@@ -44,7 +44,8 @@ from ..accounting.validation import check_epsilon
 from ..families import ClippedRecordsWarning
 from ..mechanisms.logistic_regression import REPLACE_ONLY
 from ..mechanisms.private_clip import ClipSelection
-from ..mechanisms.private_newton import NewtonRound, NewtonRun, NewtonSchedule, entries_for, private_newton
+from ..mechanisms.private_newton import (NewtonRound, NewtonRun, NewtonSchedule, check_clips, entries_for,
+                                         private_newton)
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
 
 __all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ONE_STEP_LIKELIHOOD", "OneStep", "one_step",
@@ -726,5 +727,6 @@ def plan_score_privatization(
         public=public_names, neighbouring=neighbouring,
     )
     plan.rehearse()
-    plan.clips(mean)  # the first round's clips, public: a box with no valid point is refused before any spend
+    # the first round's clips, public: a box with no valid point, or one too wide, is refused before any spend
+    check_clips(*plan.clips(mean), "at the prior mean (the first round's point)")
     return plan

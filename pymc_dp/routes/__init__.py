@@ -46,7 +46,7 @@ from .options import AIS, OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, Measurements,
 from .saa import SAARun, plan_saa
 from .ais import AISRun, plan_ais
 from .clip_selection import DISCRETE_ASSUMPTION, missing_clip
-from .selection import Selection, missing_bounds, plan_with_selection, resolve_selection
+from .selection import Selection, missing_bounds, plan_with_selection, resolve_selection, selection_strain
 
 __all__ = [
     "sample", "METHODS", "Selection", "AIS", "AISRun", "plan_ais", "Laplace", "Measurements", "MeasurementsPlan", "plan_measurements", "OPS", "Gibbs", "SAA", "SAARun", "plan_saa", "RouteOptions", "RoutePlan", "Ran", "execute",
@@ -151,8 +151,10 @@ def _declared(method: Any, keywords: Mapping[str, Any], name: str) -> Any:
 def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, ledger: Any, neighbouring: Any,
                           keywords: dict, selection: Selection | None) -> RoutePlan | None:
     """The plan that chooses what the request left undeclared privately (:mod:`pymc_dp.routes.selection`): its
-    missing data ranges, else a log-likelihood clip (:mod:`pymc_dp.routes.clip_selection`); None where nothing is
-    missing, selection is off, or the request would not plan with them either."""
+    missing data ranges, else a log-likelihood clip (:mod:`pymc_dp.routes.clip_selection`) — a way whose choice is
+    not reliable at this ε (:func:`~pymc_dp.routes.selection.selection_strain` above 1) tried after those that
+    are, the least strained first; None where nothing is missing, selection is off, or the request would not plan
+    with them either."""
     import pymc as pm
 
     if selection is None or epsilon is None:
@@ -172,24 +174,41 @@ def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, led
         return _plan_route(model, draws, eps, method, ledger, neighbouring, {**keywords, **declarations})
 
     noise_rng = _declared(method, keywords, "noise_rng")
-    for key, missing in (("bounds", missing_bounds), ("loglik_clip", missing_clip)):
+
+    def planned(key: str, requests: Any) -> RoutePlan | None:
+        try:
+            if getattr(requests, "public_window", None) is not None:  # a discrete likelihood's clip: no choice
+                chosen = plan({key: requests.public_window}, float(epsilon))
+                chosen.assumptions = (*chosen.assumptions, DISCRETE_ASSUMPTION)
+                return chosen
+            return plan_with_selection(requests if isinstance(requests, list) else [requests], selection,
+                                       float(epsilon), {key: _declared(method, keywords, key)}, plan, noise_rng,
+                                       relation, fresh_ledger=ledger is None)
+        except (TypeError, ValueError):
+            return None
+
+    strained = []  # ways whose choice would not be reliable at this ε: tried last, the least strained first
+    for order, (key, missing) in enumerate((("bounds", missing_bounds), ("loglik_clip", missing_clip))):
         if isinstance(method, RouteOptions) and not hasattr(method, key):
             continue
         if key == "loglik_clip" and any(_declared(method, keywords, k) is not None for k in ("bounds", "truncate")):
             continue  # the request chose its way (data bounds, a truncation): its route's refusal says what is missing
         try:
             requests = missing(model, _declared(method, keywords, key), public)
-            if not requests:
-                continue
-            if getattr(requests, "public_window", None) is not None:  # a discrete likelihood's clip: no choice
-                chosen = plan({key: requests.public_window}, float(epsilon))
-                chosen.assumptions = (*chosen.assumptions, DISCRETE_ASSUMPTION)
-                return chosen
-            requests = requests if isinstance(requests, list) else [requests]
-            return plan_with_selection(requests, selection, float(epsilon), {key: _declared(method, keywords, key)},
-                                       plan, noise_rng, relation, fresh_ledger=ledger is None)
         except (TypeError, ValueError):
             continue
+        if not requests:
+            continue
+        strain = selection_strain(requests, selection, float(epsilon), relation)
+        chosen = planned(key, requests) if strain <= 1.0 else None
+        if chosen is not None:
+            return chosen
+        if strain > 1.0:
+            strained.append((strain, order, key, requests))
+    for _, _, key, requests in sorted(strained, key=lambda s: s[:2]):
+        chosen = planned(key, requests)
+        if chosen is not None:
+            return chosen
     return None
 
 

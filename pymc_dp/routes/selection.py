@@ -15,8 +15,10 @@ no ledger sees. When a ``pmdp.sample(epsilon=ε)`` request does not plan because
    entries a column, each with the range it gave), and plans and runs the same route with the chosen ranges on
    the rest (refusing, with the choice recorded, if that plan is not the route and price reserved).
 
-Where no missing range is the problem (or the request does not plan with them either) and the request plans with
-a ``loglik_clip`` it did not declare (the tempered routes), the same plan chooses the clip instead
+Where no missing range is the problem (or the request does not plan with them either, or their choice is more
+strained than the clip's: :func:`selection_strain`, the ε a choice needs over the ε it gets, under replace-one) and
+the request plans with a ``loglik_clip`` it did not declare (the tempered routes), the same plan chooses the clip
+instead
 (:class:`~pymc_dp.routes.clip_selection.ClipRequest`: a private median of the terms at the start point). A request
 is anything with ``what``, ``width``, ``records``, ``placeholder()``, ``declare(declarations, value)`` and
 ``choose(ε, ledger, confidence, rng)``.
@@ -39,7 +41,8 @@ import numpy as np
 from ..accounting import LedgerEntry, PrivacyLedger
 from .base import Ran, RoutePlan
 
-__all__ = ["Selection", "DEFAULT_SHARE", "resolve_selection", "BoundRequest", "missing_bounds", "plan_with_selection"]
+__all__ = ["Selection", "DEFAULT_SHARE", "resolve_selection", "BoundRequest", "missing_bounds", "plan_with_selection",
+           "selection_strain"]
 
 #: The share of ε spent on choosing undeclared ranges where it cannot depend on N (add/remove neighbouring).
 DEFAULT_SHARE = 0.1
@@ -378,6 +381,17 @@ class SelectionPlan(RoutePlan):
 def _price(plan: RoutePlan) -> tuple[float, float]:
     """A plan's ε and δ as the sum of its entries."""
     return (sum(e.epsilon * e.count for e in plan.entries), sum(e.delta * e.count for e in plan.entries))
+
+
+def selection_strain(requests: Any, selection: Selection, epsilon: float, relation: str) -> float:
+    """How far the choice of ``requests`` is from reliable: the ε it needs over the share it gets (≤ 1: reliable).
+    0 where nothing is chosen (a discrete likelihood's public clip) or where it cannot be known from public numbers
+    (under add/remove N is private, and the share is :data:`DEFAULT_SHARE` whatever it is)."""
+    if getattr(requests, "public_window", None) is not None or relation != "replace":
+        return 0.0
+    requests = requests if isinstance(requests, (list, tuple)) else [requests]
+    needed = sum(r.needed(selection.confidence) for r in requests)
+    return needed / (selection.share_for(float(epsilon), needed, relation) * float(epsilon))
 
 
 def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: float, declared: Mapping[str, Any],
