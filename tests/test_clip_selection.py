@@ -112,10 +112,36 @@ def test_a_choice_too_strained_at_this_epsilon_gives_way_to_one_that_is_not():
     assert {e.details.get("route") for e in ledger.entries} == {"ops"}
     assert not [e for e in ledger.entries if "selection" in e.details]
     assert ledger.total().epsilon == pytest.approx(1.0)
+    assert all(e.details["selection_reason"].startswith("loglik_clip rather than bounds") for e in ledger.entries)
     from pymc_dp.routes import _plan
 
     plan = _plan(model, 200, 50.0, "auto", None, None, {**SAMPLING})
     assert plan.route == "measurements" and {r.key for r in plan.requests} == {"x", "y"}
+
+
+def test_below_the_measurements_crossover_a_clip_is_preferred_and_the_ledger_says_why():
+    """A logistic regression of 300 records at ε = 10: its covariate ranges are reliable there (strain ≤ 1), but
+    they would take it to the measurements route at N·ε = 3,000, below the crossover where tempered draws are
+    closer (1.28 against 3.43 plain s.d. on the gallery's, both declared by hand). The count's public clip takes it
+    to ops with the whole ε, and every entry says why. At N·ε = 2·10⁴ the ranges are chosen."""
+    from pymc_dp.routes import _plan
+    from pymc_dp.routes.selection import MEASUREMENTS_CROSSOVER
+
+    def logistic(n: int) -> pm.Model:
+        rng = np.random.default_rng(8)
+        x = rng.normal(0.0, 1.0, (n, 2))
+        with pm.Model() as model:
+            a, b = pm.Normal("a", 0.0, 2.0), pm.Normal("b", 0.0, 2.0, shape=2)
+            pm.Bernoulli("y", logit_p=a + x @ b, observed=(rng.random(n) < 1 / (1 + np.exp(-x @ [1.0, -0.5]))) * 1)
+        return model
+
+    trace = pmdp.sample(model=logistic(300), epsilon=10.0, random_seed=4, **SAMPLING)
+    ledger = pmdp.ledger(trace)
+    assert {e.details.get("route") for e in ledger.entries} == {"ops"}
+    assert ledger.total().epsilon == pytest.approx(10.0)
+    assert all("N·ε = 3e+03 is below" in e.details["selection_reason"] for e in ledger.entries)
+    assert 300 * 10.0 < MEASUREMENTS_CROSSOVER <= 20_000 * 1.0
+    assert _plan(logistic(20_000), 200, 1.0, "auto", None, None, {**SAMPLING}).route == "measurements"
 
 
 def test_a_declared_clip_wins_and_selection_false_refuses():

@@ -185,3 +185,33 @@ def test_a_poisson_count_bound_is_chosen_as_a_whole_number_above_the_counts():
     lo, hi = _chosen(trace)[0].details["range chosen for the column"]
     assert lo == 0.0 and hi == int(hi) and hi >= np.quantile(counts, 0.99)
     assert abs(float(trace.posterior["lam"].mean()) - counts.mean()) < 0.2
+
+
+def test_an_indicator_covariate_of_integer_dtype_gets_its_range_from_the_tails():
+    """A varying-intercept regression with a 0/1 floor indicator held as integers (the radon model): the fences
+    would give the quartiles 0 and 1 three IQRs either side, (−3, 4), seven times the range and about seven times
+    the noise per coordinate on the Laplace route. Its dtype is public, so the ends come from the private tails,
+    rounded outward to whole numbers: (0, 1) or (0, 2). The same indicator held as floats keeps the fences (its
+    values are not read to decide)."""
+    rng = np.random.default_rng(10)
+    n, groups = 3000, 8
+    county, floor = rng.integers(0, groups, n), rng.binomial(1, 0.3, n)
+    y = rng.normal(1.5, 0.4, groups)[county] - 0.6 * floor + rng.normal(0.0, 0.7, n)
+
+    def radon(x):
+        with pm.Model(coords={"county": range(groups)}) as model:
+            floor_data, county_data = pm.Data("floor", x), pm.Data("county_idx", county)
+            alpha = pm.Normal("alpha", pm.Normal("mu_a", 0.0, 5.0), pm.Exponential("sigma_a", 1.0), dims="county")
+            beta = pm.Normal("beta", 0.0, 2.0)
+            pm.Normal("y", alpha[county_data] + beta * floor_data, pm.Exponential("sigma", 1.0), observed=y)
+        return model
+
+    request = [r for r in missing_bounds(radon(floor), None) if r.key == "x"][0]
+    assert (request.method, request.integer) == ("tails", True)
+    assert [r for r in missing_bounds(radon(floor.astype(float)), None) if r.key == "x"][0].method == "fences"
+    # the choice itself, at the share pmdp.sample gives it here (0.05 of ε = 4 for both ranges; the tails' part of it
+    # 0.04 of 0.16 needed in all): the route's run is the gallery benchmark's (minutes, for the noise mixture)
+    ledger = pmdp.PrivacyLedger()
+    (low, high), entries, released = request.choose(0.05 * 4.0 / 2, ledger, 0.01, np.random.default_rng(3))
+    assert (float(low[0]), float(high[0])) in ((0.0, 1.0), (0.0, 2.0)), (low, high)
+    assert len(entries) == 2 and ledger.total().epsilon == pytest.approx(0.1)  # two ends, each a release

@@ -46,7 +46,8 @@ from .options import AIS, OPS, ROUTE_OPTIONS, SAA, Gibbs, Laplace, Measurements,
 from .saa import SAARun, plan_saa
 from .ais import AISRun, plan_ais
 from .clip_selection import DISCRETE_ASSUMPTION, missing_clip
-from .selection import Selection, missing_bounds, plan_with_selection, resolve_selection, selection_strain
+from .selection import (Selection, below_measurements_crossover, crossover_reason, missing_bounds, plan_with_selection,
+                        resolve_selection, selection_strain)
 
 __all__ = [
     "sample", "METHODS", "Selection", "AIS", "AISRun", "plan_ais", "Laplace", "Measurements", "MeasurementsPlan", "plan_measurements", "OPS", "Gibbs", "SAA", "SAARun", "plan_saa", "RouteOptions", "RoutePlan", "Ran", "execute",
@@ -188,6 +189,7 @@ def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, led
             return None
 
     strained = []  # ways whose choice would not be reliable at this ε: tried last, the least strained first
+    held = None  # ranges that would take the request to the measurements route below its crossover
     for order, (key, missing) in enumerate((("bounds", missing_bounds), ("loglik_clip", missing_clip))):
         if isinstance(method, RouteOptions) and not hasattr(method, key):
             continue
@@ -201,10 +203,21 @@ def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, led
             continue
         strain = selection_strain(requests, selection, float(epsilon), relation)
         chosen = planned(key, requests) if strain <= 1.0 else None
+        if chosen is not None and key == "bounds" and below_measurements_crossover(chosen, requests, epsilon,
+                                                                                     relation):
+            held = chosen  # a clip, if one plans, is predicted more accurate
+            continue
         if chosen is not None:
+            reason = crossover_reason(held, epsilon) if held is not None else next(
+                (f"{key} rather than {k}: the ε that choosing {k} reliably needs is {s:.3g} times its share of this "
+                 "ε" for s, _, k, _ in strained), None)
+            if reason:
+                chosen.ledger_details = {**chosen.ledger_details, "selection_reason": reason}
             return chosen
         if strain > 1.0:
             strained.append((strain, order, key, requests))
+    if held is not None:
+        return held
     for _, _, key, requests in sorted(strained, key=lambda s: s[:2]):
         chosen = planned(key, requests)
         if chosen is not None:

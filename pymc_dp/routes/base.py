@@ -84,6 +84,8 @@ class RoutePlan(ABC):
     assumptions: Sequence[str] = field(default_factory=tuple, kw_only=True)
     #: The route's name (``method=``), recorded in every entry the run spends that does not name it already.
     route_name: str | None = field(default=None, kw_only=True)
+    #: Details every entry the run spends is recorded with (why the request was planned this way), its own first.
+    ledger_details: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
 
     @abstractmethod
     def run(self) -> Ran:
@@ -143,6 +145,8 @@ def _recorded(entries: Sequence[LedgerEntry], plan: RoutePlan) -> list[LedgerEnt
            for e in entries]
     if plan.route_name:
         out = [e if "route" in e.details else replace(e, details={"route": plan.route_name, **e.details}) for e in out]
+    if plan.ledger_details:
+        out = [replace(e, details={**plan.ledger_details, **e.details}) for e in out]
     return out
 
 

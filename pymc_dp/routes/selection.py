@@ -25,7 +25,9 @@ is anything with ``what``, ``width``, ``records``, ``placeholder()``, ``declare(
 
 Each range is chosen on the likelihood's own support, from its kind alone (:data:`SUPPORTS`: no end of a count or a
 positive outcome below 0), in whole numbers where the observed values' dtype (as PyMC holds them) is an integer
-one; covariates are never rounded. Declared ranges always win: only the
+one; covariates are rounded only where every covariate array is of an integer or boolean dtype (indicators,
+counts), and their ranges then come from the private tails, which find a point mass's ends where the fences would
+reach 3 IQRs past them. Declared ranges always win: only the
 missing ones are chosen. ``selection=False`` turns this off (the route's refusal then says what to declare);
 ``selection=0.2`` (or :class:`Selection`) changes the share.
 """
@@ -42,7 +44,7 @@ from ..accounting import LedgerEntry, PrivacyLedger
 from .base import Ran, RoutePlan
 
 __all__ = ["Selection", "DEFAULT_SHARE", "resolve_selection", "BoundRequest", "missing_bounds", "plan_with_selection",
-           "selection_strain"]
+           "selection_strain", "below_measurements_crossover", "MEASUREMENTS_CROSSOVER"]
 
 #: The share of ε spent on choosing undeclared ranges where it cannot depend on N (add/remove neighbouring).
 DEFAULT_SHARE = 0.1
@@ -99,6 +101,15 @@ def needed_epsilon(columns: int, records: int, confidence: float = 0.01) -> floa
     return 4 * columns * 8.0 * np.log(4 * len(bounds_grid()) / confidence) / max(records, 1)
 
 
+def tails_needed_epsilon(columns: int, records: int, confidence: float = 0.01) -> float:
+    """The ε at which each column's two ends (:func:`pymc_dp.mechanisms.suggest_bounds`, tails) are useful: from
+    about 3K records, K = 2 ln(G/β)/ε′ with ε′ = ε/(2 × columns) (:func:`pymc_dp.mechanisms.rank_error`), so
+    ε = 12 × columns × ln(G/β)/N — a third of what the fences' four quartiles need."""
+    from ..mechanisms.private_bounds import bounds_grid
+
+    return 12.0 * columns * np.log(len(bounds_grid()) / confidence) / max(records, 1)
+
+
 def resolve_selection(value: Any) -> Selection | None:
     """``selection=`` as given to ``pmdp.sample``: None or True (the default share), False (off), a share in
     (0, 1), or a :class:`Selection`."""
@@ -127,6 +138,10 @@ class BoundRequest:
     #: what the route reads: ``"pair"`` (one (lo, hi) for a column of values), ``"arrays"`` (a pair of arrays, one
     #: entry per covariate) or ``"upper"`` (the largest value alone: a Poisson family's count bound)
     form: str = "pair"
+    #: :func:`~pymc_dp.mechanisms.suggest_bounds`'s method: ``"fences"`` (quartiles, then q₁ − 3·IQR, q₃ + 3·IQR),
+    #: or ``"tails"`` for columns of whole numbers (their extremes are point masses: an indicator's quartiles 0 and 1
+    #: would fence it in (−3, 4))
+    method: str = "fences"
 
     @property
     def width(self) -> int:
@@ -142,7 +157,9 @@ class BoundRequest:
         return f"bounds[{self.variable!r}][{self.key!r}]"
 
     def needed(self, confidence: float) -> float:
-        """The ε that makes this range's choice reliable (:func:`needed_epsilon`)."""
+        """The ε that makes this range's choice reliable (:func:`needed_epsilon`, :func:`tails_needed_epsilon`)."""
+        if self.method == "tails":
+            return tails_needed_epsilon(self.width, self.records, confidence)
         return needed_epsilon(self.width, self.records, confidence)
 
     def placeholder(self) -> Any:
@@ -164,7 +181,7 @@ class BoundRequest:
         from ..mechanisms.private_bounds import suggest_bounds
 
         picked = suggest_bounds(self.columns, epsilon=epsilon, ledger=ledger, confidence=confidence,
-                                integer=self.integer, support=self.support, rng=rng,
+                                integer=self.integer, support=self.support, rng=rng, method=self.method,
                                 touched=f"{self.variable}: bounds[{self.key!r}]")
         value = ((picked.lower, picked.upper) if self.form == "arrays" else
                  float(picked.upper[0]) if self.form == "upper" else picked.pair)
@@ -229,6 +246,21 @@ def _covariate_columns(model: Any, rv: Any, n: int) -> np.ndarray | None:
     return np.column_stack(columns)
 
 
+def _whole_number_covariates(rv: Any, free: Sequence[Any] = ()) -> bool:
+    """Whether every data array the likelihood's parameters read, other than a group index, is of an integer or
+    boolean dtype (0/1 indicators, counts used as covariates): read from the containers (``pm.Data``, NumPy
+    arrays), never from the values. A float array holding 0s and 1s is not one."""
+    from ..model._graph import ancestors
+    from ..model.regression import _strip, leaf_value
+
+    graph = ancestors(list(rv.owner.inputs[2:]), blockers=free)  # the priors' own arrays are not covariates
+    indices = {id(_strip(i)) for v in graph if v.owner is not None
+               and type(v.owner.op).__name__.startswith("AdvancedSubtensor") for i in v.owner.inputs[1:]}
+    kinds = [value.dtype.kind for v in graph if id(_strip(v)) not in indices
+             and (value := leaf_value(v)) is not None and value.ndim >= 1]
+    return bool(kinds) and all(kind in "iub" for kind in kinds)
+
+
 def _outcome_declared_by_family(rv: Any) -> bool:
     """Whether a GLM's outcome range follows from the likelihood (Bernoulli, Binomial with a constant n)."""
     from ..model.score_measurements import _outcome_range
@@ -262,7 +294,9 @@ def missing_bounds(model: Any, bounds: Mapping[str, Any] | None, public: Sequenc
         covariates = _covariate_columns(model, rv, len(values))
         if covariates is not None:
             if "x" not in given:
-                out.append(BoundRequest(rv.name, "x", covariates, form="arrays"))
+                whole = _whole_number_covariates(rv, model.free_RVs)
+                out.append(BoundRequest(rv.name, "x", covariates, integer=whole, form="arrays",
+                                        method="tails" if whole else "fences"))
             if "y" not in given and not _outcome_declared_by_family(rv):
                 out.append(BoundRequest(rv.name, "y", values[:, None].astype(float), _support(model, rv), integer))
             continue
@@ -392,6 +426,31 @@ def selection_strain(requests: Any, selection: Selection, epsilon: float, relati
     requests = requests if isinstance(requests, (list, tuple)) else [requests]
     needed = sum(r.needed(selection.confidence) for r in requests)
     return needed / (selection.share_for(float(epsilon), needed, relation) * float(epsilon))
+
+
+#: Below this N·ε (replace-one: N public) ranges that would take a model to the measurements route give way to a
+#: clip on ops, where one plans. The measurements route's error falls as 1/(ε √N) in plain posterior s.d., the
+#: tempered draws' stays near √(2Δ/ε): on the gallery's GLMs (150–300 records) ops with a declared clip was 1.5–170
+#: times closer to plain PyMC at ε = 10 than the measurements route with declared ranges, and the crossover the two
+#: laws put through those runs lies at N·ε ≈ 1.6·10⁴ (logistic) to 10⁵ (Poisson); at N = 10⁵, ε = 1 the
+#: measurements route is the closer (benchmarks/selection.py --gallery; docs: "Which number is chosen").
+MEASUREMENTS_CROSSOVER = 1e4
+
+
+def below_measurements_crossover(plan: RoutePlan, requests: Sequence[Any], epsilon: float, relation: str) -> bool:
+    """Whether ranges chosen for ``plan`` would take it to the measurements route at N·ε below
+    :data:`MEASUREMENTS_CROSSOVER` (replace-one only: under add/remove N is private)."""
+    route = getattr(plan, "route", None) or plan.route_name
+    records = min((r.records for r in requests), default=0)
+    return relation == "replace" and route == "measurements" and records * float(epsilon) < MEASUREMENTS_CROSSOVER
+
+
+def crossover_reason(held: RoutePlan, epsilon: float) -> str:
+    """What the ledger says of a clip preferred to ranges below the crossover (public numbers only)."""
+    records = min(r.records for r in held.requests)
+    return (f"a log-likelihood clip (ops) rather than ranges chosen for the measurements route: N·ε = "
+            f"{records * float(epsilon):.3g} is below {MEASUREMENTS_CROSSOVER:.0e}, where tempered draws are predicted "
+            "the closer to the posterior (docs: 'Which number is chosen')")
 
 
 def plan_with_selection(requests: Sequence[Any], selection: Selection, epsilon: float, declared: Mapping[str, Any],
