@@ -45,14 +45,17 @@ def test_every_catalogue_likelihood_is_taken_with_a_clip_or_refused_before_spend
 
 def _plans_with_nothing_declared(name):
     """Planned with nothing declared (ε = 1): the missing numbers are to be chosen privately (data ranges where a
-    family or GLM route takes the likelihood, a log-likelihood clip where only ops does), nothing spent."""
+    family or GLM route takes the likelihood, a log-likelihood clip where only ops does, or where ranges would be
+    unreliable or below the measurements route's crossover), or a discrete likelihood's public clip; nothing
+    spent."""
+    from pymc_dp.routes.clip_selection import DISCRETE_ASSUMPTION
     from pymc_dp.routes.selection import SelectionPlan
 
     ledger = pmdp.PrivacyLedger(budget=pmdp.Budget(epsilon=1.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plan = _plan(L.build(name), 300, 1.0, "auto", ledger, None, {})
-    assert isinstance(plan, SelectionPlan) and plan.requests
+    assert (isinstance(plan, SelectionPlan) and plan.requests) or DISCRETE_ASSUMPTION in plan.assumptions, plan
     assert sum(e.epsilon * e.count for e in plan.entries) == pytest.approx(1.0)
     assert ledger.total().epsilon == 0.0
     return plan
