@@ -117,6 +117,8 @@ def test_a_choice_too_strained_at_this_epsilon_gives_way_to_one_that_is_not():
 
     plan = _plan(model, 200, 50.0, "auto", None, None, {**SAMPLING})
     assert plan.route == "measurements" and {r.key for r in plan.requests} == {"x", "y"}
+    # noise_rng= (which the tempered routes do not take: they draw no noise) does not turn the clip way off
+    assert _plan(model, 200, 1.0, "auto", None, None, {**SAMPLING, "noise_rng": 3}).route == "ops"
 
 
 def test_below_the_measurements_crossover_a_clip_is_preferred_and_the_ledger_says_why():
@@ -198,22 +200,28 @@ def _grouped_mixture(groups_of_records: np.ndarray, n_groups: int = 3) -> pm.Mod
     return model
 
 
-def test_a_record_that_breaks_the_terms_changes_nothing_but_the_values_read():
-    """One record's group index out of range makes the terms' evaluation fail: the choice then reads every term as
-    malformed (whichever failed) instead of not being offered, so whether it runs does not depend on the record."""
+def test_a_record_with_a_group_index_out_of_range_moves_its_own_term_only():
+    """One record's group index out of range (7 of 3 groups, or −9) would make the terms' evaluation fail; it reads
+    group 0 instead, so only that record's term can move and the median keeps its sensitivity of one (reading every
+    term as malformed had moved the median, the window and a warning with one record). Whether the choice runs
+    does not depend on the record either."""
     from pymc_dp.routes import _plan
     from pymc_dp.routes.selection import SelectionPlan
 
     groups = np.random.default_rng(3).integers(0, 3, size=40)
-    for bad in (None, 7):
+    seen = []
+    for bad in (None, 7, -9, 0):
         g = groups.copy()
         if bad is not None:
             g[-1] = bad
         plan = _plan(_grouped_mixture(g), 100, 1.0, "auto", None, None, {})
         assert isinstance(plan, SelectionPlan) and [r.what for r in plan.requests] == ["loglik_clip"]
         terms = plan.requests[0].terms
-        assert terms.shape == (40,)
-        assert np.all(terms == -1e30) if bad is not None else np.all(np.isfinite(terms) & (terms > -50))
+        assert terms.shape == (40,) and np.all(np.isfinite(terms) & (terms > -50)), terms
+        seen.append(terms)
+    for other in seen[1:]:
+        assert np.array_equal(other[:-1], seen[0][:-1])  # every other record's term untouched
+    assert np.array_equal(seen[1], seen[3]) and np.array_equal(seen[2], seen[3])  # it reads group 0
 
 
 def test_the_start_point_is_the_priors_centre_never_an_initval():

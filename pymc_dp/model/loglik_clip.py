@@ -413,9 +413,9 @@ def loglik_terms_at_start(model: Any, name: str) -> np.ndarray:
     row of a multivariate likelihood), unclipped; a term holding a malformed record (NaN, infinite) reads
     :data:`MALFORMED_TERM`. The start point is each free variable's support point (PyMC's ``support_point``: the
     prior's centre, from its parameters), without jitter, and never an ``initval``: initial values are often computed
-    from the records (``initval=y.mean()``), and here the point would set every record's term. If the terms cannot be
-    evaluated on the records (an index out of range in one row), every term reads :data:`MALFORMED_TERM`: what
-    follows must not depend on which records fail. The terms hold the records: they are for a private choice
+    from the records (``initval=y.mean()``), and here the point would set every record's term. A group index out of
+    range reads group 0 (:func:`_indices_in_range`: that record's term alone moves). If the terms still cannot be
+    evaluated on the records, every term reads :data:`MALFORMED_TERM`. The terms hold the records: they are for a private choice
     (:mod:`pymc_dp.routes.clip_selection`), never released.
 
     Raises
@@ -431,10 +431,11 @@ def loglik_terms_at_start(model: Any, name: str) -> np.ndarray:
         logp = wide.logp(vars=[rv], sum=False)[0]
         if getattr(rv.owner.op, "pymc_dp_per_step", False):
             logp = _strip_last_sum(logp)  # the steps, before the clipped op sums them
-        fn = wide.compile_fn(logp, inputs=wide.value_vars, on_unused_input="ignore",
-                             mode="FAST_COMPILE")  # evaluated once: compiling would cost seconds on a cold cache
         point = make_initial_point_fn(model=wide, overrides={v: "support_point" for v in wide.free_RVs},
                                       jitter_rvs=set())(0)
+        logp = _indices_in_range(logp, wide, point)
+        fn = wide.compile_fn(logp, inputs=wide.value_vars, on_unused_input="ignore",
+                             mode="FAST_COMPILE")  # evaluated once: compiling would cost seconds on a cold cache
         shape = _value_shape(rv, wide)
     except Exception as err:  # noqa: BLE001 - structure only: no record's value is read here
         raise ValueError(f"the log-likelihood terms of {name!r} cannot be built at the start point ({err}).") from None
@@ -444,6 +445,40 @@ def loglik_terms_at_start(model: Any, name: str) -> np.ndarray:
     except Exception:  # noqa: BLE001 - a record's value failed it: every term reads as malformed, whichever failed
         return np.full(_terms_shape(rv, shape), MALFORMED_TERM)
     return np.where(np.isfinite(terms), terms, MALFORMED_TERM)
+
+
+def _indices_in_range(logp: Any, model: Any, point: dict) -> Any:
+    """``logp`` with every data index of a lookup ``a[idx]`` that names no element of ``a`` moved to element 0.
+
+    One record whose group index is out of range would make the whole evaluation fail, and every term read as
+    malformed: the private median downstream would then see N changed values, not one. With the index moved, that
+    record's term reads group 0's parameters — a function of the record alone, as every other term is — and the
+    rest are untouched. The lengths looked up come from the model's structure (its coords and shapes at the start
+    point), never from the records; every index is rewritten the same way whether or not any is out of range."""
+    import pytensor.tensor as pt
+    from pytensor.graph.replace import graph_replace
+
+    from ._graph import ancestors
+    from .regression import _strip, leaf_value
+
+    lookups = []
+    for var in ancestors([logp]):
+        node = var.owner
+        if node is None or not type(node.op).__name__.startswith("AdvancedSubtensor") or len(node.inputs) != 2:
+            continue
+        index = _strip(node.inputs[1])
+        values = leaf_value(index)
+        if values is not None and values.dtype.kind in "iu" and values.ndim >= 1 and node.inputs[0].type.ndim >= 1:
+            lookups.append((node.inputs[0], index, values))
+    if not lookups:
+        return logp
+    lengths = model.compile_fn([looked.shape[0] for looked, _, _ in lookups], inputs=model.value_vars,
+                               on_unused_input="ignore", mode="FAST_COMPILE")(point)
+    replacements = {}
+    for (_, index, values), length in zip(lookups, lengths):
+        inside = (values >= -int(length)) & (values < int(length))
+        replacements[index] = pt.constant(np.where(inside, values, 0).astype(values.dtype))
+    return graph_replace(logp, replacements, strict=False)
 
 
 def _terms_shape(rv: Any, shape: tuple[int, ...]) -> tuple[int, ...]:

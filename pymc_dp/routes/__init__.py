@@ -172,7 +172,10 @@ def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, led
         if isinstance(method, RouteOptions):
             return _plan_route(model, draws, eps, replace(method, **declarations), ledger, neighbouring,
                                dict(keywords))
-        return _plan_route(model, draws, eps, method, ledger, neighbouring, {**keywords, **declarations})
+        given = dict(keywords)
+        if "loglik_clip" in declarations:  # the tempered routes draw no noise: noise_rng seeds the clip's choice
+            given.pop("noise_rng", None)
+        return _plan_route(model, draws, eps, method, ledger, neighbouring, {**given, **declarations})
 
     noise_rng = _declared(method, keywords, "noise_rng")
 

@@ -11,8 +11,8 @@ with such a clip and declares none (nor ``bounds=`` that would take it to anothe
    (initial values are often computed from the records, and this point sets every record's term). One value per
    record, moved by that record alone: its term; a row's mean over its k elements' terms; for a time series, whose
    step enters k consecutive terms (AR(p): k = p + 1), every k-th step's term, so T/k values for T steps. A
-   malformed record's term (NaN, infinite, outside the support) reads −10³⁰; if the terms cannot be evaluated on
-   the records at all (one row's group index out of range), every term does, whichever record failed;
+   malformed record's term (NaN, infinite, outside the support) reads −10³⁰; a group index out of range reads
+   group 0 (that record's term alone moves); if the terms still cannot be evaluated, every term reads −10³⁰;
 2. their median ``m`` found privately (:func:`pymc_dp.mechanisms.private_bounds.private_median`: two private
    cells, the quartiles' audited mechanism at q = ½, on a grid from 10⁻³ to 10⁴ either side of 0). A median, not
    quartiles and their spread: a cell outside the middle half scores below −N/4 against the median's 0, and two
