@@ -173,8 +173,9 @@ def _plan_choosing_ranges(model: Any, draws: int, epsilon: Any, method: Any, led
             return _plan_route(model, draws, eps, replace(method, **declarations), ledger, neighbouring,
                                dict(keywords))
         given = dict(keywords)
-        if "loglik_clip" in declarations:  # the tempered routes draw no noise: noise_rng seeds the clip's choice
-            given.pop("noise_rng", None)
+        if "loglik_clip" in declarations and method in (None, "auto"):  # method='auto' choosing a tempered route,
+            given.pop("noise_rng", None)  # which draws no noise: noise_rng seeds the clip's choice (a route named
+            # by the request still refuses an option it does not take)
         return _plan_route(model, draws, eps, method, ledger, neighbouring, {**given, **declarations})
 
     noise_rng = _declared(method, keywords, "noise_rng")
