@@ -432,17 +432,20 @@ def selection_strain(requests: Any, selection: Selection, epsilon: float, relati
 #: clip on ops, where one plans. The measurements route's error falls as 1/(ε √N) in plain posterior s.d., the
 #: tempered draws' stays near √(2Δ/ε): on the gallery's GLMs (150–300 records) ops with a declared clip was 1.5–170
 #: times closer to plain PyMC at ε = 10 than the measurements route with declared ranges, and the crossover the two
-#: laws put through those runs lies at N·ε ≈ 1.6·10⁴ (logistic) to 10⁵ (Poisson); at N = 10⁵, ε = 1 the
-#: measurements route is the closer (benchmarks/selection.py --gallery; docs: "Which number is chosen").
+#: laws put through those runs lies at N·ε ≈ 1.6·10⁴ (logistic) to 10⁵ (Poisson), so the threshold leans toward the
+#: measurements route (its whole, noise-aware posterior) where the two are near (benchmarks/selection.py --gallery;
+#: docs: "Which number is chosen"). A fitted law, not a measurement at large N.
 MEASUREMENTS_CROSSOVER = 1e4
 
 
 def below_measurements_crossover(plan: RoutePlan, requests: Sequence[Any], epsilon: float, relation: str) -> bool:
     """Whether ranges chosen for ``plan`` would take it to the measurements route at N·ε below
     :data:`MEASUREMENTS_CROSSOVER` (replace-one only: under add/remove N is private)."""
+    if relation != "replace":
+        return False
     route = getattr(plan, "route", None) or plan.route_name
     records = min((r.records for r in requests), default=0)
-    return relation == "replace" and route == "measurements" and records * float(epsilon) < MEASUREMENTS_CROSSOVER
+    return route == "measurements" and records * float(epsilon) < MEASUREMENTS_CROSSOVER
 
 
 def crossover_reason(held: RoutePlan, epsilon: float) -> str:
