@@ -88,7 +88,7 @@ test-all: $(STAMP)
 	$(PY) -m pytest
 
 # Notebooks are executed unless docs/notebook_cache.py's cache holds a clean run of the same
-# code against the same library (make test fills it); then every page must have been written.
+# code against the same library (make test-slow fills it); then every page must have been written.
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 	@for page in index api $$(ls notebooks | sed -n 's/\.ipynb$$//p' | sed 's|^|notebooks/|'); do \

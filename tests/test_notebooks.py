@@ -9,6 +9,9 @@ executed copy is kept in the docs build's execution cache (docs/notebook_cache.p
 never in the files. A notebook the cache already holds a clean run of — the same code
 cells against the same library, locks and Python — is not run again, here or by the
 docs build: each notebook runs once per change.
+
+They run in the slow suite (``make test-slow``, which CI runs before the docs build), not in
+``make test``: twelve notebooks are about 440 s of worker time, a fifth of the default suite's.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def test_there_are_notebooks() -> None:
     assert NOTEBOOKS, f"no notebooks found in {NOTEBOOK_DIR}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not __import__("pymc_dp")._compat.TRACE_IS_DATATREE,
     reason="the notebooks are written for the primary target, PyMC 6 / ArviZ 1 (ArviZ 1's plots and summaries)",
