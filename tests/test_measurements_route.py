@@ -35,17 +35,44 @@ def _sample(model, ledger=None, epsilon=2.0, **kwargs):
 def test_auto_chooses_the_measurements_route_for_a_gallery_logistic_regression():
     ledger = PrivacyLedger()
     idata = _sample(logistic_regression(), ledger, bounds=BOUNDS, noise_rng=1, random_seed=1)
-    # The newton engine: three pilot points and the final one, a score and an information each.
-    assert [e.details.get("route") for e in ledger.entries] == ["measurements"] * 8
+    # A logistic likelihood: the objective engine, the perturbed point (0.7 ε) and the information there (0.3 ε).
+    assert [e.details.get("route") for e in ledger.entries] == ["measurements"] * 2
+    assert [e.mechanism for e in ledger.entries] == ["objective_perturbation", "laplace"]
     assert ledger.total().epsilon == pytest.approx(2.0)
-    assert [e.epsilon for e in ledger.entries[-2:]] == pytest.approx([0.6 * 2.0 * 0.75, 0.6 * 2.0 * 0.25])
+    assert [e.epsilon for e in ledger.entries] == pytest.approx([0.7 * 2.0, 0.3 * 2.0])
     assert ledger.entries[0].details["parameters"] == ["beta[0]", "beta[1]", "intercept"]
+    # the box's largest design row, (±4, ±4, 1): R = √33; ε′ leaves the Jacobian's term 5 % of the point's ε
+    assert ledger.entries[0].details["feature_l2_bound"] == pytest.approx(np.sqrt(33.0))
+    assert ledger.entries[0].details["epsilon_prime"] == pytest.approx(0.95 * 1.4)
     posterior = _compat.get_group(idata, "posterior")
     assert {"intercept", "beta"} <= set(posterior.data_vars)
     assert posterior["beta"].dims[-1] == "coef"
     groups = set(_compat.group_names(idata))
     assert not groups & {"observed_data", "constant_data", "log_likelihood"}, groups
     assert pmdp.ledger(idata).total() == ledger.total()
+
+
+def test_the_newton_engine_releases_pilot_points_then_the_final_one():
+    ledger = PrivacyLedger()
+    _sample(logistic_regression(), ledger, method="measurements", engine="newton", bounds=BOUNDS, noise_rng=1,
+            random_seed=1)
+    # three pilot points and the final one, a score and an information each
+    assert [e.details.get("route") for e in ledger.entries] == ["measurements"] * 8
+    assert ledger.total().epsilon == pytest.approx(2.0)
+    assert [e.epsilon for e in ledger.entries[-2:]] == pytest.approx([0.6 * 2.0 * 0.75, 0.6 * 2.0 * 0.25])
+
+
+def test_the_objective_engine_is_refused_where_the_likelihood_is_not_logistic():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, 50)
+    with pm.Model() as model:
+        pm.Poisson("y", pm.math.exp(pm.Normal("a", 0, 1) + pm.Normal("b", 0, 1) * x), observed=rng.poisson(1.0, 50))
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="engine='objective' takes a Bernoulli likelihood with a logit link"):
+        _sample(model, ledger, method="measurements", engine="objective", bounds={"y": {"x": (-1, 1), "y": (0, 9)}})
+    with pytest.raises(ValueError, match="rounds= is the newton engine's"):
+        _sample(logistic_regression(), ledger, method="measurements", engine="objective", bounds=BOUNDS, rounds=3)
+    assert len(ledger) == 0 and not ledger.reserved
 
 
 def test_the_gradients_engine_releases_the_noisy_gradient_heuristics_sums():
@@ -60,7 +87,7 @@ def test_the_gradients_engine_releases_the_noisy_gradient_heuristics_sums():
 
 def test_undeclared_bounds_are_refused_before_anything_is_spent():
     ledger = PrivacyLedger()
-    for engine in ("newton", "gradients"):
+    for engine in ("newton", "objective", "gradients"):
         with pytest.raises(ValueError, match=r"bounds=\{'y': \{'x': \(lo, hi\)"):
             _sample(logistic_regression(), ledger, method="measurements", engine=engine, selection=False)
     assert len(ledger) == 0 and not ledger.reserved
@@ -104,10 +131,11 @@ def _logistic(X, y):
 _NEIGHBOUR = {
     ("gradients", "label_two"): (0.0, 0.0), ("gradients", "label_minus_one"): (0.0, 0.0),
     ("newton", "label_two"): (1.0, None), ("newton", "label_minus_one"): (0.0, None),
+    ("objective", "label_two"): (1.0, None), ("objective", "label_minus_one"): (0.0, None),
 }
 
 
-@pytest.mark.parametrize("engine", ["newton", "gradients"])
+@pytest.mark.parametrize("engine", ["newton", "objective", "gradients"])
 @pytest.mark.parametrize("bad", ["label_two", "label_minus_one", "nan_covariate", "inf_covariate"])
 def test_a_malformed_record_is_replaced_by_the_default_record_not_refused(bad, engine):
     # Refusing would say "some record is malformed" (and stopping the choice of route would too). The record

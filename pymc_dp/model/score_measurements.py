@@ -33,20 +33,23 @@ records' own norms (:mod:`pymc_dp.mechanisms.private_clip`).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..accounting import LedgerEntry, PrivacyLedger
 from ..accounting.curator import curator_report
+from ..accounting.event_types import LaplaceEvent
 from ..accounting.validation import check_epsilon
 from ..families import ClippedRecordsWarning
 from ..mechanisms.logistic_regression import REPLACE_ONLY
 from ..mechanisms.private_clip import ClipSelection
 from ..mechanisms.private_newton import (NewtonRound, NewtonRun, NewtonSchedule, check_clips, entries_for,
-                                         private_newton)
+                                         private_newton, vech)
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
+from .objective_point import (OBJECTIVE_ALGORITHM, POINT_SHARE, feature_bound, objective_preferred,
+                              point_regularisation, reads_as_logistic, score_noise_scale)
 
 __all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ONE_STEP_LIKELIHOOD", "OneStep", "one_step",
            "FarFromPilotWarning"]
@@ -128,10 +131,14 @@ class ScorePrivatization:
     schedule: NewtonSchedule
     public: frozenset[str]
     neighbouring: str = "replace"
+    #: ``"newton"`` (pilot rounds, then the last) or ``"objective"`` (a logistic GLM's last point found by objective
+    #: perturbation, :mod:`pymc_dp.model.objective_point`)
+    engine: str = "newton"
 
     def _details(self) -> dict:
-        return {"algorithm": "private Newton (score and information)", "parameters": list(self.labels),
-                "likelihood": ONE_STEP_LIKELIHOOD, "declared box": self._declared_box()}
+        algorithm = OBJECTIVE_ALGORITHM if self.engine == "objective" else "private Newton (score and information)"
+        return {"algorithm": algorithm, "parameters": list(self.labels), "likelihood": ONE_STEP_LIKELIHOOD,
+                "declared box": self._declared_box()}
 
     def _declared_box(self) -> dict:
         """The box the clips were computed from (declared, public): the outcome's range and each declared covariate's
@@ -150,7 +157,10 @@ class ScorePrivatization:
         return (REPLACE_ONLY, *declared, CLIPPED_TO_BOUNDS, ONE_STEP_ASSUMPTION)
 
     def entries(self) -> list[LedgerEntry]:
-        """What :meth:`release` charges: pilot scores and information, then the final ones."""
+        """What :meth:`release` charges: pilot scores and information, then the final ones (the objective engine: the
+        perturbed point, then the information there)."""
+        if self.engine == "objective":
+            return self._objective_entries()
         return entries_for(self.schedule.budgets(self.epsilon), self.neighbouring, f"{self.name}: GLM",
                            self._assumptions(), self._details(), choices=self.schedule.choices(self.epsilon),
                            selection=self.schedule.clip_selection)
@@ -288,8 +298,65 @@ class ScorePrivatization:
         reaches += list(np.abs(step[col:]))
         return step * min(1.0, TRUST_REGION / max(max(reaches), 1e-300))
 
+    def _objective_entries(self) -> list[LedgerEntry]:
+        point = LedgerEntry("objective_perturbation", self.epsilon * POINT_SHARE, neighbouring=self.neighbouring,
+                            touched=f"{self.name}: GLM: the perturbed point (its score)",
+                            assumptions=self._assumptions(), details=self._details())
+        eps = self.epsilon * (1 - POINT_SHARE)
+        information = LedgerEntry("laplace", eps, event=LaplaceEvent(noise_multiplier=1.0 / eps),
+                                  neighbouring=self.neighbouring, touched=f"{self.name}: GLM: information at the "
+                                  "perturbed point", assumptions=self._assumptions(), details=self._details())
+        return [point, information]
+
+    def _release_objective(self, ledger: PrivacyLedger, rng: Any) -> NewtonRun:
+        """The perturbed point and the information there (:mod:`pymc_dp.model.objective_point`), charged to
+        ``ledger`` entry by entry as drawn."""
+        from ..mechanisms.logistic_regression import objective_perturbation_logistic
+        from ..mechanisms.noise import resolve_noise_source
+        from ..mechanisms.private_newton import clip_rows_l1, unvech
+
+        planned = self.entries()
+        source = resolve_noise_source(rng)
+        design, y = self.designs[0], self.outcomes
+        bound = feature_bound(self.structure.predictors[0], self.lower[0], self.upper[0])
+        scratch = PrivacyLedger(neighbouring=self.neighbouring)
+        released = objective_perturbation_logistic(
+            design, y, epsilon=planned[0].epsilon, feature_l2_bound=bound, ledger=scratch, rng=source,
+            regularisation=point_regularisation(planned[0].epsilon, len(y)))
+        (drawn,) = scratch.entries
+        ridge = drawn.details["regularisation"] + drawn.details["extra_ridge"]
+        ledger.record(replace(planned[0], noise_source=drawn.noise_source, details={
+            **planned[0].details, "feature_l2_bound": bound, "ridge (on x / bound)": ridge,
+            "epsilon_prime": drawn.details["epsilon_prime"]}))
+        point = np.asarray(released.weights, dtype=float)
+        _, c_info = self.clips(point)
+        check_clips(1.0, c_info, "at the perturbed point")
+        support = self.support()
+        d = len(point)
+        kept = np.ones(d * (d + 1) // 2, dtype=bool) if support is None else vech(support.astype(float)) != 0
+        total, cut = np.zeros(d * (d + 1) // 2), 0
+        for _, infos in self.derivatives.chunks(point, y, self.designs):
+            infos, moved = clip_rows_l1(np.asarray(infos, dtype=float) * kept, c_info)
+            total += infos.sum(axis=0)
+            cut += moved
+        b_info = 2.0 * c_info / planned[1].epsilon
+        noisy = np.zeros_like(total)
+        noisy[kept] = source.add_laplace(total[kept], b_info)
+        ledger.record(replace(planned[1], noise_source=source.name))
+        if cut:
+            curator_report(f"{cut} record term(s) had an information beyond the clip at the perturbed point and were "
+                           "scaled into it (the count is for the curator only: it is not released).",
+                           ClippedRecordsWarning, stacklevel=4)
+        score = len(y) * ridge * bound**2 * point  # the score at the point, up to the noise R b
+        final = NewtonRound(point, score, unvech(noisy, d), score_noise_scale(bound, drawn.details["epsilon_prime"], d),
+                            b_info, bound, c_info, support)
+        return NewtonRun((final,), tuple(ledger.entries[-2:]))
+
     def release(self, ledger: PrivacyLedger, rng: Any = None) -> PrivateScore:
         """Draw the noise round by round (charging ``ledger``) and build the record-free model."""
+        if self.engine == "objective":
+            run = self._release_objective(ledger, rng)
+            return PrivateScore(self._rebuild(run.final), run)
         run = private_newton(
             lambda point: self.derivatives.chunks(point, self.outcomes, self.designs), self.clips,
             start=self.prior_mean, prior_mean=self.prior_mean, prior_precision=1.0 / self.prior_scale**2,
@@ -628,13 +695,18 @@ def default_rounds(structure: GlmStructure) -> int:
 
 def plan_score_privatization(
     model: Any, epsilon: float, *, bounds: Mapping[str, Any] | None, rounds: int | None = None, public: Sequence[str] = (),
-    neighbouring: str = "replace",
+    neighbouring: str = "replace", engine: str = "auto",
 ) -> ScorePrivatization:
     """Validate the privacy flag on a GLM completely and price it; nothing is spent.
 
     The model must observe one private variable whose likelihood reads as a GLM
     (:func:`pymc_dp.model.glm_structure.read_glm`); other observed variables must be declared ``public``.
+    ``engine``: ``"newton"`` (pilot rounds), ``"objective"`` (a logistic GLM's last point by objective perturbation,
+    :mod:`pymc_dp.model.objective_point`), or ``"auto"``: the objective engine where the likelihood reads as a
+    logistic one and ``rounds`` is not given, else newton.
     """
+    if engine not in ("auto", "newton", "objective"):
+        raise ValueError(f"engine must be 'auto', 'newton' or 'objective' here, got {engine!r}. Nothing was spent.")
     from ._graph import dim_lengths
     from .privatize_model import single_private_observed
 
@@ -717,6 +789,15 @@ def plan_score_privatization(
                        "are indexed from 0 to G − 1, as PyMC does: a 1-based index puts every group's records under "
                        "the next label; pd.factorize gives a 0-based one); they became the default record (the count "
                        "is for the curator only: it is not released).", ClippedRecordsWarning, stacklevel=4)
+    logistic = reads_as_logistic(structure, derivatives)
+    if engine == "objective" and not logistic:
+        raise ValueError(
+            f"engine='objective' takes a Bernoulli likelihood with a logit link on one linear predictor and no other "
+            f"parameter (logit_p = [a +] X @ beta, a[idx], b[idx] * x); {rv.name!r} is not one. Use engine='newton' "
+            "(any GLM). Nothing was spent.")
+    if engine == "objective" and rounds is not None:
+        raise ValueError("rounds= is the newton engine's; the objective engine releases one point and the information "
+                         "there. Nothing was spent.")
     mean, scale = _prior_summary(structure, model)
     plan = ScorePrivatization(
         model=model, name=rv.name, structure=structure, derivatives=derivatives, outcomes=clipped_y,
@@ -728,5 +809,10 @@ def plan_score_privatization(
     )
     plan.rehearse()
     # the first round's clips, public: a box with no valid point, or one too wide, is refused before any spend
-    check_clips(*plan.clips(mean), "at the prior mean (the first round's point)")
+    score_clip, information_clip = plan.clips(mean)
+    check_clips(score_clip, information_clip, "at the prior mean (the first round's point)")
+    if engine == "objective" or (engine == "auto" and logistic and rounds is None and objective_preferred(
+            structure.dimension, feature_bound(structure.predictors[0], lows[0], highs[0]),
+            feature_bound(structure.predictors[0], lows[0], highs[0], norm=1), plan.schedule.budgets(eps)[-1][0] / eps)):
+        plan = replace(plan, engine="objective")
     return plan

@@ -71,8 +71,8 @@ def _is_default(value: Any, default: Any) -> bool:
 
 
 def _engine(options: Measurements) -> str:
-    if options.engine not in ("auto", "newton", "gradients"):
-        raise ValueError(f"engine must be 'auto', 'newton' or 'gradients', got {options.engine!r}.")
+    if options.engine not in ("auto", "newton", "objective", "gradients"):
+        raise ValueError(f"engine must be 'auto', 'newton', 'objective' or 'gradients', got {options.engine!r}.")
     if options.engine != "auto":
         return options.engine
     given = [k for k, default in _GRADIENT_OPTIONS.items() if not _is_default(getattr(options, k), default)]
@@ -97,7 +97,8 @@ def plan_measurements(
         )
     else:
         privatization = plan_score_privatization(model, epsilon, bounds=options.bounds, rounds=options.rounds,
-                                                 public=public, neighbouring=ledger.neighbouring)
+                                                 public=public, neighbouring=ledger.neighbouring,
+                                                 engine=options.engine)
     check_release_plan(model, pm_kwargs.get("var_names"), ledger.neighbouring, public)
     check_initvals(model, pm_kwargs.get("initvals"))
     return MeasurementsPlan(

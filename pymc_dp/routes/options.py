@@ -64,7 +64,7 @@ class Laplace(RouteOptions):
 class Measurements(RouteOptions):
     """``method="measurements"``: release a private algorithm's measurements once, sample the noise-aware posterior.
 
-    Two engines:
+    Three engines:
 
     * ``"newton"`` — any GLM (:mod:`pymc_dp.model.score_measurements`): a univariate
       likelihood (Poisson, negative binomial, Gamma, Binomial, Bernoulli, Normal, Student-t, ...)
@@ -73,6 +73,10 @@ class Measurements(RouteOptions):
       the records. The log-likelihood's score and information are released at a few public
       points (private Newton steps), and the model conditions on the last release through the
       one-step likelihood, noise included.
+    * ``"objective"`` — a GLM that is a logistic regression (``pm.Bernoulli`` with a logit link on
+      ``[a +] X @ beta``, ``a[idx]``, ``b[idx] * x``): the last point found in one release by objective
+      perturbation, whose stationarity gives the score there up to its noise, then the information
+      there (:mod:`pymc_dp.model.objective_point`); the newton engine's one-step likelihood reads them.
     * ``"gradients"`` — a logistic regression, ``pm.Bernoulli("y", logit_p=[a +] X @ beta)``
       ([WM10] §4.1): the noisy-gradient heuristic's T gradient sums are released
       (:func:`pymc_dp.noisy_gradient_logistic`), and the weights are inferred from them, the
@@ -87,8 +91,10 @@ class Measurements(RouteOptions):
         pair, or arrays with one entry per covariate) and the outcome's (not needed for a
         Bernoulli, nor a Binomial with a constant ``n``); records outside are clipped. Required.
     engine
-        ``"auto"`` (default): ``"gradients"`` when one of its own options below is given,
-        else ``"newton"``; or either by name.
+        ``"auto"`` (default): ``"gradients"`` when one of its own options below is given; else
+        ``"objective"`` for a logistic likelihood whose score noise per coordinate it makes the
+        smaller (public numbers: the design's largest L2 and L1 norms over the box and its dimension)
+        and ``rounds`` is not given; else ``"newton"``. Or one by name.
     rounds
         The newton engine's releases: ``rounds − 1`` pilot points, then the final one (the
         final takes 60 % of ε). Default: 4, plus 2 per scalar parameter shared by the records
