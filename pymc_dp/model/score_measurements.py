@@ -309,48 +309,38 @@ class ScorePrivatization:
         return [point, information]
 
     def _release_objective(self, ledger: PrivacyLedger, rng: Any) -> NewtonRun:
-        """The perturbed point and the information there (:mod:`pymc_dp.model.objective_point`), charged to
+        """The perturbed point and the information there (:mod:`pymc_dp.mechanisms.perturbed_point`), charged to
         ``ledger`` entry by entry as drawn."""
-        from ..mechanisms.logistic_regression import objective_perturbation_logistic
         from ..mechanisms.noise import resolve_noise_source
-        from ..mechanisms.private_newton import clip_rows_l1, unvech
+        from ..mechanisms.perturbed_point import perturbed_point_release
+        from ..mechanisms.private_newton import unvech
 
-        planned = self.entries()
+        point_entry, information_entry = self.entries()
         source = resolve_noise_source(rng)
-        design, y = self.designs[0], self.outcomes
         bound = feature_bound(self.structure.predictors[0], self.lower[0], self.upper[0])
-        scratch = PrivacyLedger(neighbouring=self.neighbouring)
-        released = objective_perturbation_logistic(
-            design, y, epsilon=planned[0].epsilon, feature_l2_bound=bound, ledger=scratch, rng=source,
-            regularisation=point_regularisation(planned[0].epsilon, len(y)))
-        (drawn,) = scratch.entries
-        ridge = drawn.details["regularisation"] + drawn.details["extra_ridge"]
-        ledger.record(replace(planned[0], noise_source=drawn.noise_source, details={
-            **planned[0].details, "feature_l2_bound": bound, "ridge (on x / bound)": ridge,
-            "epsilon_prime": drawn.details["epsilon_prime"]}))
-        point = np.asarray(released.weights, dtype=float)
-        _, c_info = self.clips(point)
-        check_clips(1.0, c_info, "at the perturbed point")
         support = self.support()
-        d = len(point)
+        d = self.structure.dimension
         kept = np.ones(d * (d + 1) // 2, dtype=bool) if support is None else vech(support.astype(float)) != 0
-        total, cut = np.zeros(d * (d + 1) // 2), 0
-        for _, infos in self.derivatives.chunks(point, y, self.designs):
-            infos, moved = clip_rows_l1(np.asarray(infos, dtype=float) * kept, c_info)
-            total += infos.sum(axis=0)
-            cut += moved
-        b_info = 2.0 * c_info / planned[1].epsilon
-        noisy = np.zeros_like(total)
-        noisy[kept] = source.add_laplace(total[kept], b_info)
-        ledger.record(replace(planned[1], noise_source=source.name))
-        if cut:
-            curator_report(f"{cut} record term(s) had an information beyond the clip at the perturbed point and were "
-                           "scaled into it (the count is for the curator only: it is not released).",
+
+        def clip(point: np.ndarray) -> float:
+            c_info = self.clips(point)[1]
+            check_clips(1.0, c_info, "at the perturbed point")
+            return c_info
+
+        out = perturbed_point_release(
+            self.designs[0], self.outcomes, bound=bound, regularisation=point_regularisation(point_entry.epsilon,
+                                                                                             len(self.outcomes)),
+            point_entry=point_entry, information_entry=information_entry,
+            information_terms=lambda point: (i for _, i in self.derivatives.chunks(point, self.outcomes, self.designs)),
+            information_clip=clip, kept=kept, ledger=ledger, source=source)
+        if out.clipped:
+            curator_report(f"{out.clipped} record term(s) had an information beyond the clip at the perturbed point and "
+                           "were scaled into it (the count is for the curator only: it is not released).",
                            ClippedRecordsWarning, stacklevel=4)
-        score = len(y) * ridge * bound**2 * point  # the score at the point, up to the noise R b
-        final = NewtonRound(point, score, unvech(noisy, d), score_noise_scale(bound, drawn.details["epsilon_prime"], d),
-                            b_info, bound, c_info, support)
-        return NewtonRun((final,), tuple(ledger.entries[-2:]))
+        final = NewtonRound(out.point, out.score, unvech(out.information, d),
+                            score_noise_scale(bound, out.epsilon_prime, d), out.information_scale, bound,
+                            out.information_clip, support)
+        return NewtonRun((final,), out.recorded)
 
     def release(self, ledger: PrivacyLedger, rng: Any = None) -> PrivateScore:
         """Draw the noise round by round (charging ``ledger``) and build the record-free model."""
