@@ -122,28 +122,35 @@ def test_a_choice_too_strained_at_this_epsilon_gives_way_to_one_that_is_not():
 
 
 def test_below_the_measurements_crossover_a_clip_is_preferred_and_the_ledger_says_why():
-    """A logistic regression of 300 records at ε = 10: its covariate ranges are reliable there (strain ≤ 1), but
-    they would take it to the measurements route at N·ε = 3,000, below the crossover where tempered draws are
-    closer (1.28 against 3.43 plain s.d. on the gallery's, both declared by hand). The count's public clip takes it
-    to ops with the whole ε, and every entry says why. At N·ε = 2·10⁴ the ranges are chosen."""
+    """A Poisson regression of 300 records at ε = 10: its covariate and count ranges are reliable there (strain ≤
+    1), but they would take it to the measurements route's newton engine at N·ε = 3,000, below its crossover where
+    tempered draws are closer. The counts' public clip takes it to ops with the whole ε, and every entry says why.
+    At N·ε = 2·10⁴ the ranges are chosen. A logistic regression, on the objective engine (no pilot rounds), has its
+    ranges chosen at N·ε = 3,000 (its crossover is 500)."""
     from pymc_dp.routes import _plan
-    from pymc_dp.routes.selection import MEASUREMENTS_CROSSOVER
+    from pymc_dp.routes.selection import MEASUREMENTS_CROSSOVER, OBJECTIVE_CROSSOVER, _measurements_engine
 
-    def logistic(n: int) -> pm.Model:
+    def glm(n: int, family: str) -> pm.Model:
         rng = np.random.default_rng(8)
         x = rng.normal(0.0, 1.0, (n, 2))
+        eta = 0.3 + x @ [0.6, -0.3]
         with pm.Model() as model:
             a, b = pm.Normal("a", 0.0, 2.0), pm.Normal("b", 0.0, 2.0, shape=2)
-            pm.Bernoulli("y", logit_p=a + x @ b, observed=(rng.random(n) < 1 / (1 + np.exp(-x @ [1.0, -0.5]))) * 1)
+            if family == "poisson":
+                pm.Poisson("y", pm.math.exp(a + x @ b), observed=rng.poisson(np.exp(eta)))
+            else:
+                pm.Bernoulli("y", logit_p=a + x @ b, observed=(rng.random(n) < 1 / (1 + np.exp(-eta))) * 1)
         return model
 
-    trace = pmdp.sample(model=logistic(300), epsilon=10.0, random_seed=4, **SAMPLING)
+    trace = pmdp.sample(model=glm(300, "poisson"), epsilon=10.0, random_seed=4, **SAMPLING)
     ledger = pmdp.ledger(trace)
     assert {e.details.get("route") for e in ledger.entries} == {"ops"}
     assert ledger.total().epsilon == pytest.approx(10.0)
-    assert all("N·ε = 3e+03 is below" in e.details["selection_reason"] for e in ledger.entries)
-    assert 300 * 10.0 < MEASUREMENTS_CROSSOVER <= 20_000 * 1.0
-    assert _plan(logistic(20_000), 200, 1.0, "auto", None, None, {**SAMPLING}).route == "measurements"
+    assert all("N·ε = 3e+03 is below 1e+04" in e.details["selection_reason"] for e in ledger.entries)
+    assert OBJECTIVE_CROSSOVER < 300 * 10.0 < MEASUREMENTS_CROSSOVER <= 20_000 * 1.0
+    assert _plan(glm(20_000, "poisson"), 200, 1.0, "auto", None, None, {**SAMPLING}).route == "measurements"
+    logistic = _plan(glm(300, "bernoulli"), 200, 10.0, "auto", None, None, {**SAMPLING})
+    assert logistic.route == "measurements" and _measurements_engine(logistic) == "objective"
 
 
 def test_a_declared_clip_wins_and_selection_false_refuses():

@@ -11,7 +11,8 @@ The mechanism behind the measurements route's objective engine (:mod:`pymc_dp.mo
    (replace-one: a record moves the sum by at most 2C).
 
 The two releases compose sequentially (the clip and the point are functions of the first release). Each entry
-is recorded in ``ledger`` as soon as its noise is drawn: a failure after the point still records the point.
+is recorded in ``ledger`` as soon as its noise is drawn: a failure after the point's noise vector was drawn (its
+minimisation, the clip, the information) still records the point, a failure before it nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from .logistic_regression import objective_perturbation_logistic
+from .noise import NoiseSource
 from .private_newton import clip_rows_l1
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,6 +50,35 @@ class PerturbedPoint:
     clipped: int = 0
 
 
+class _Watched(NoiseSource):
+    """A noise source that remembers whether it has drawn (so that a failure after the draw is charged)."""
+
+    def __init__(self, inner: NoiseSource):
+        self.inner, self.name, self.drawn = inner, inner.name, False
+
+    def _mark(self, values: Any) -> Any:
+        self.drawn = True
+        return values
+
+    def laplace(self, scale: float, size: Any) -> np.ndarray:
+        return self._mark(self.inner.laplace(scale, size))
+
+    def gaussian(self, sigma: float, size: Any) -> np.ndarray:
+        return self._mark(self.inner.gaussian(sigma, size))
+
+    def discrete_laplace(self, scale: float, size: Any) -> np.ndarray:
+        return self._mark(self.inner.discrete_laplace(scale, size))
+
+    def gumbel_argmax(self, scores: Any, scale: float) -> int:
+        return self._mark(self.inner.gumbel_argmax(scores, scale))
+
+    def randomized_response(self, indices: np.ndarray, num_categories: int, truth_probability: float) -> np.ndarray:
+        return self._mark(self.inner.randomized_response(indices, num_categories, truth_probability))
+
+    def add_laplace(self, value: np.ndarray, scale: float) -> np.ndarray:
+        return self._mark(self.inner.add_laplace(value, scale))
+
+
 def perturbed_point_release(
     design: np.ndarray, outcomes: np.ndarray, *, bound: float, regularisation: float,
     point_entry: "LedgerEntry", information_entry: "LedgerEntry",
@@ -59,10 +90,15 @@ def perturbed_point_release(
     reserved entries, recorded in ``ledger`` as their noise is drawn (their ε is what is spent)."""
     from ..accounting import PrivacyLedger
 
-    scratch = PrivacyLedger(neighbouring=ledger.neighbouring)
-    released = objective_perturbation_logistic(design, outcomes, epsilon=point_entry.epsilon,
-                                               feature_l2_bound=bound, ledger=scratch, rng=source,
-                                               regularisation=regularisation)
+    scratch, watched = PrivacyLedger(neighbouring=ledger.neighbouring), _Watched(source)
+    try:
+        released = objective_perturbation_logistic(design, outcomes, epsilon=point_entry.epsilon,
+                                                   feature_l2_bound=bound, ledger=scratch, rng=watched,
+                                                   regularisation=regularisation)
+    except BaseException:
+        if watched.drawn:  # the noise vector was drawn (the minimisation failed after it): that is spent
+            ledger.record(replace(point_entry, noise_source=source.name))
+        raise
     (drawn,) = scratch.entries
     ridge = float(drawn.details["regularisation"] + drawn.details["extra_ridge"])
     epsilon_prime = float(drawn.details["epsilon_prime"])
@@ -79,6 +115,7 @@ def perturbed_point_release(
     scale = 2.0 * clip / information_entry.epsilon
     noisy = np.zeros_like(total)
     noisy[kept] = source.add_laplace(total[kept], scale)
-    recorded.append(ledger.record(replace(information_entry, noise_source=source.name)))
+    recorded.append(ledger.record(replace(information_entry, noise_source=source.name, details={
+        **information_entry.details, "information clip (L1, per record)": clip, "information noise scale": scale})))
     score = len(outcomes) * ridge * float(bound) ** 2 * point
     return PerturbedPoint(point, score, noisy, epsilon_prime, ridge, scale, clip, tuple(recorded), clipped)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["reads_as_logistic", "feature_bound", "point_regularisation", "POINT_SHARE", "JACOBIAN_SHARE",
-           "score_noise_scale", "objective_preferred", "OBJECTIVE_ALGORITHM"]
+           "score_noise_scale", "objective_preferred", "OBJECTIVE_ALGORITHM", "POINT_ASSUMPTIONS"]
 
 #: The share of ε spent on the perturbed point; the information at it gets the rest.
 POINT_SHARE = 0.7
@@ -55,6 +55,13 @@ LOGISTIC_CURVATURE = 0.25
 OBJECTIVE_ALGORITHM = ("objective perturbation (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2) for the last point, "
                        "whose stationarity gives the score there up to the noise vector; then the information there")
 
+#: What the point's ledger entry rests on (its own guarantee: objective perturbation's, not the newton engine's clips).
+POINT_ASSUMPTIONS = (
+    "each record's design row within L2 norm R of the declared box (records outside it clipped into it), so that on "
+    "x / R the logistic loss has a gradient of norm at most 1 and a curvature at most 1/4 (CMS 2011, Theorem 9)",
+    "the perturbed objective is minimised exactly: Newton steps to a gradient of 1e-12; the guarantee is for the exact "
+    "minimiser in real arithmetic (the noise vector is drawn by the noise source, the minimisation is floating point)",
+)
 #: Linear predictors and outcomes at which the likelihood's terms are compared with the logistic's (public).
 _PROBE_ETA = np.array([-4.0, -1.5, -0.3, 0.0, 0.7, 2.0, 5.0])
 

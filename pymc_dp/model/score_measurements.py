@@ -48,8 +48,8 @@ from ..mechanisms.private_clip import ClipSelection
 from ..mechanisms.private_newton import (NewtonRound, NewtonRun, NewtonSchedule, check_clips, entries_for,
                                          private_newton, vech)
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
-from .objective_point import (OBJECTIVE_ALGORITHM, POINT_SHARE, feature_bound, objective_preferred,
-                              point_regularisation, reads_as_logistic, score_noise_scale)
+from .objective_point import (OBJECTIVE_ALGORITHM, POINT_ASSUMPTIONS, POINT_SHARE, feature_bound,
+                              objective_preferred, point_regularisation, reads_as_logistic, score_noise_scale)
 
 __all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ONE_STEP_LIKELIHOOD", "OneStep", "one_step",
            "FarFromPilotWarning"]
@@ -299,9 +299,13 @@ class ScorePrivatization:
         return step * min(1.0, TRUST_REGION / max(max(reaches), 1e-300))
 
     def _objective_entries(self) -> list[LedgerEntry]:
+        from .privatize_model import public_assumption
+
+        declared = (public_assumption(sorted(self.public)),) if self.public else ()
         point = LedgerEntry("objective_perturbation", self.epsilon * POINT_SHARE, neighbouring=self.neighbouring,
                             touched=f"{self.name}: GLM: the perturbed point (its score)",
-                            assumptions=self._assumptions(), details=self._details())
+                            assumptions=(REPLACE_ONLY, *declared, *POINT_ASSUMPTIONS, ONE_STEP_ASSUMPTION),
+                            details=self._details())
         eps = self.epsilon * (1 - POINT_SHARE)
         information = LedgerEntry("laplace", eps, event=LaplaceEvent(noise_multiplier=1.0 / eps),
                                   neighbouring=self.neighbouring, touched=f"{self.name}: GLM: information at the "
@@ -340,6 +344,7 @@ class ScorePrivatization:
         final = NewtonRound(out.point, out.score, unvech(out.information, d),
                             score_noise_scale(bound, out.epsilon_prime, d), out.information_scale, bound,
                             out.information_clip, support)
+        _warn_if_far(final, self.labels, FAR_FROM_PERTURBED_POINT)
         return NewtonRun((final,), out.recorded)
 
     def release(self, ledger: PrivacyLedger, rng: Any = None) -> PrivateScore:
@@ -580,7 +585,18 @@ def _start(model: Any, step_model: OneStep, support: np.ndarray | None) -> dict[
     return start_near(model, ONE_STEP_PARAMETERS, step_model.point + delta, precision)
 
 
-def _warn_if_far(final: NewtonRound, labels: Sequence[str]) -> None:
+#: Why the objective engine's point may lie far from the parameters, and what to do (the warning's second half).
+FAR_FROM_PERTURBED_POINT = (
+    "The objective engine's ridge pulls that point toward 0 where the effects are strong against N (the one-step "
+    "likelihood then reads a slope far from where it was measured): engine='newton' (pilot rounds walk to the "
+    "parameters), more ε, or covariates scaled so that the coefficients are near 1 bring it nearer.")
+#: The newton engine's.
+FAR_FROM_PILOTS = (
+    "The pilot rounds chose that point: a tighter declared box (less noise in every round), more ε, a prior closer to "
+    "the data, or more pilot rounds (rounds=, when the prior's centre is far from the data) bring it nearer.")
+
+
+def _warn_if_far(final: NewtonRound, labels: Sequence[str], remedy: str = FAR_FROM_PILOTS) -> None:
     """Warn when the last release puts the parameters many standard errors from the measured point (released
     numbers only)."""
     d = len(final.score)
@@ -593,9 +609,7 @@ def _warn_if_far(final: NewtonRound, labels: Sequence[str]) -> None:
         worst = int(np.argmax(z))
         warnings.warn(
             f"the released score puts {labels[worst]} {z[worst]:.1f} standard errors from the point it was measured "
-            "at: the one-step likelihood may be inaccurate there, and its interval too narrow. The pilot rounds "
-            "chose that point: a tighter declared box (less noise in every round), more ε, a prior closer to the "
-            "data, or more pilot rounds (rounds=, when the prior's centre is far from the data) bring it nearer.",
+            f"at: the one-step likelihood may be inaccurate there, and its interval too narrow. {remedy}",
             FarFromPilotWarning, stacklevel=4)
 
 
