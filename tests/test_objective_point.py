@@ -131,6 +131,29 @@ def test_auto_takes_the_objective_engine_for_a_dense_design_and_newton_for_many_
     assert plan_score_privatization(poisson, 1.0, bounds={"y": {"x": (-1, 1), "y": (0, 9)}}).engine == "newton"
 
 
+def test_strong_effects_against_few_records_warn_that_the_point_is_far_and_name_the_newton_engine():
+    """Slopes 3 and −2 on [−1, 1] at N = 2,000, ε = 1: the ridge pulls φ_p to about 0.55 θ, 4.9–7.3 standard errors
+    from the parameters (seeds 4–7), where the one-step likelihood reads the slope too flat; the release says so from
+    released numbers. At slopes 1 and −0.5 it does not."""
+    from pymc_dp.model.score_measurements import FarFromPilotWarning
+
+    def warned(slopes, seed):
+        rng = np.random.default_rng(seed)
+        x = rng.uniform(-1, 1, (2000, 2))
+        y = rng.binomial(1, 1 / (1 + np.exp(-(1 + x @ np.asarray(slopes)))))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plan = plan_score_privatization(glm_model("bernoulli", x, y), 1.0, bounds={"y": {"x": (-1, 1)}})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            plan._release_objective(PrivacyLedger(), seed)
+        return [str(w.message) for w in caught if issubclass(w.category, FarFromPilotWarning)]
+
+    far = warned([3.0, -2.0], 4)
+    assert far and "engine='newton'" in far[0]
+    assert not warned([1.0, -0.5], 4)
+
+
 @pytest.mark.slow
 def test_the_objective_engines_posterior_lands_near_plain_pymc_with_honest_width():
     """N = 3,000, ε = 1, two covariates uniform on [−1, 1] (seeded noise): every coefficient's released mean within
