@@ -438,7 +438,8 @@ def selection_strain(requests: Any, selection: Selection, epsilon: float, relati
 MEASUREMENTS_CROSSOVER = 1e4
 #: The same for a logistic likelihood on the measurements route's objective engine (one perturbed point, no pilot
 #: rounds: :mod:`pymc_dp.model.objective_point`), whose error is the newton engine's without the pilots' noise.
-#: Measured with nothing declared: the peers' logistic question at N = 1,000, ε = 1 (20 data sets) RMSE 0.82 on ops
+#: Measured with nothing declared (the engine's ridge then at 5 % of its ε, now 15 %: docs, "Which number is
+#: chosen"): the peers' logistic question at N = 1,000, ε = 1 (20 data sets) RMSE 0.82 on ops
 #: (two draws, 90 % coverage 0.48) where the objective engine with declared ranges gave 0.46 (coverage 0.93); the
 #: gallery's logistic regression at N = 300, ε = 10 (six releases) 1.51 plain s.d. through chosen ranges against
 #: 1.57 on ops; at N = 300, ε = 1, 4.85 with declared ranges against 4.34 on ops.
