@@ -44,6 +44,12 @@ def test_auto_chooses_the_measurements_route_for_a_gallery_logistic_regression()
     # the box's largest design row, (±4, ±4, 1): R = √33; ε′ leaves the Jacobian's term 15 % of the point's ε
     assert ledger.entries[0].details["feature_l2_bound"] == pytest.approx(np.sqrt(33.0))
     assert ledger.entries[0].details["epsilon_prime"] == pytest.approx(0.85 * 1.4)
+    # each entry states its own guarantee: the point's rows within R and exact minimiser, the information's clip at
+    # the box's worst case (not the newton engine's privately lowered clips)
+    assert any("within L2 norm R" in a for a in ledger.entries[0].assumptions)
+    assert any("worst case" in a or "largest L1 norm" in a for a in ledger.entries[1].assumptions)
+    assert not any("privately chosen high quantile" in a for e in ledger.entries for a in e.assumptions)
+    assert ledger.entries[1].details["information clip (L1, per record)"] > 0
     posterior = _compat.get_group(idata, "posterior")
     assert {"intercept", "beta"} <= set(posterior.data_vars)
     assert posterior["beta"].dims[-1] == "coef"

@@ -456,6 +456,11 @@ class RecordDerivatives:
         self.local_size = m + q
         self.dimension = structure.dimension
 
+    def terms(self, y: np.ndarray, *local: Any) -> np.ndarray:
+        """The log-likelihood's terms at outcomes ``y`` and local parameters (one η per predictor, then each nuisance's
+        unconstrained value), elementwise: for probing the likelihood's form at public values."""
+        return np.asarray(self._fn(np.asarray(y, dtype=float), *local)[0])
+
     def _jacobian(self, designs: Sequence[np.ndarray]) -> np.ndarray:
         """(n, p, d): each record's local parameters (η per predictor, u per nuisance) as linear maps of φ."""
         n = designs[0].shape[0]

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["reads_as_logistic", "feature_bound", "point_regularisation", "POINT_SHARE", "JACOBIAN_SHARE",
-           "score_noise_scale", "objective_preferred", "OBJECTIVE_ALGORITHM", "POINT_ASSUMPTIONS"]
+           "score_noise_scale", "objective_preferred", "OBJECTIVE_ALGORITHM", "POINT_ASSUMPTIONS", "INFORMATION_ASSUMPTION"]
 
 #: The share of ε spent on the perturbed point; the information at it gets the rest.
 POINT_SHARE = 0.7
@@ -67,6 +67,9 @@ POINT_ASSUMPTIONS = (
     "the perturbed objective is minimised exactly: Newton steps to a gradient of 1e-12; the guarantee is for the exact "
     "minimiser in real arithmetic (the noise vector is drawn by the noise source, the minimisation is floating point)",
 )
+#: What the information's entry rests on: its clip is the box's worst case at the released point (public), not lowered.
+INFORMATION_ASSUMPTION = ("each record's information at the perturbed point clipped at the largest L1 norm any point "
+                          "of the declared box reaches there (a function of the released point and the box)")
 #: Linear predictors and outcomes at which the likelihood's terms are compared with the logistic's (public).
 _PROBE_ETA = np.array([-4.0, -1.5, -0.3, 0.0, 0.7, 2.0, 5.0])
 
@@ -81,7 +84,7 @@ def reads_as_logistic(structure: Any, derivatives: Any) -> bool:
     try:
         with np.errstate(all="ignore"):
             for y in (0.0, 1.0):
-                terms = derivatives._fn(np.full(len(_PROBE_ETA), y), _PROBE_ETA)[0]
+                terms = derivatives.terms(np.full(len(_PROBE_ETA), y), _PROBE_ETA)
                 expected = y * _PROBE_ETA - np.logaddexp(0.0, _PROBE_ETA)
                 if not np.allclose(terms, expected, rtol=1e-9, atol=1e-9):
                     return False

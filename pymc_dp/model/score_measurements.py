@@ -48,8 +48,9 @@ from ..mechanisms.private_clip import ClipSelection
 from ..mechanisms.private_newton import (NewtonRound, NewtonRun, NewtonSchedule, check_clips, entries_for,
                                          private_newton, vech)
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
-from .objective_point import (OBJECTIVE_ALGORITHM, POINT_ASSUMPTIONS, POINT_SHARE, feature_bound,
-                              objective_preferred, point_regularisation, reads_as_logistic, score_noise_scale)
+from .objective_point import (INFORMATION_ASSUMPTION, OBJECTIVE_ALGORITHM, POINT_ASSUMPTIONS, POINT_SHARE,
+                              feature_bound, objective_preferred, point_regularisation, reads_as_logistic,
+                              score_noise_scale)
 
 __all__ = ["ScorePrivatization", "PrivateScore", "plan_score_privatization", "ONE_STEP_LIKELIHOOD", "OneStep", "one_step",
            "FarFromPilotWarning"]
@@ -309,7 +310,8 @@ class ScorePrivatization:
         eps = self.epsilon * (1 - POINT_SHARE)
         information = LedgerEntry("laplace", eps, event=LaplaceEvent(noise_multiplier=1.0 / eps),
                                   neighbouring=self.neighbouring, touched=f"{self.name}: GLM: information at the "
-                                  "perturbed point", assumptions=self._assumptions(), details=self._details())
+                                  "perturbed point", assumptions=(REPLACE_ONLY, *declared, INFORMATION_ASSUMPTION,
+                                                                  ONE_STEP_ASSUMPTION), details=self._details())
         return [point, information]
 
     def _release_objective(self, ledger: PrivacyLedger, rng: Any) -> NewtonRun:
