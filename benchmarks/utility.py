@@ -14,7 +14,8 @@ N ∈ {10⁴, 10⁵} the same way (``--hierarchy-cells``), and so are a Bernoull
 The gallery's regressions (``tests/gallery_models.py``, at their own N of 150–300) are run the
 same way at ε ∈ {1, 10}, declared with the ranges of their covariates and outcomes
 (``BOUNDS_DECLARATIONS``) instead of the log-likelihood clips of the gallery table, which take
-them to OPS.
+them to OPS; and again at N ∈ {10³, 10⁴, 10⁵} records drawn as the gallery draws them, at every ε
+(``--gallery-sizes``).
 
 Reported per cell: the route; the distance — the largest, over the coefficients, of
 |released mean − plain mean| in plain posterior s.d. (the issue's bar is 3); the width — the
@@ -161,9 +162,10 @@ def glm_hierarchy_cell(family: str, n: int, epsilon: float, seed: int = 0) -> di
     return _beside_plain(glm_hierarchy_model(family, n, seed), {"bounds": bounds}, epsilon, seed, ("a", "b"))
 
 
-def gallery_cell(name: str, epsilon: float, seed: int = 0) -> dict:
-    """One gallery regression through the privacy flag with its bounds, beside plain PyMC."""
-    model = getattr(G, name)()
+def gallery_cell(name: str, epsilon: float, seed: int = 0, n: int | None = None) -> dict:
+    """One gallery regression through the privacy flag with its bounds, beside plain PyMC: at the gallery's own
+    number of records, or at ``n`` records drawn the same way."""
+    model = getattr(G, name)() if n is None else getattr(G, name)(n)
     records = int(np.shape(model.rvs_to_values[model.observed_RVs[0]].data)[0])
     names = [v.name for v in model.free_RVs]
     return {**_beside_plain(model, G.BOUNDS_DECLARATIONS[name], epsilon, seed, names), "records": records}
@@ -190,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epsilons", nargs="*", type=float, default=list(EPSILONS))
     parser.add_argument("--gallery", nargs="*", default=list(G.BOUNDS_DECLARATIONS))
     parser.add_argument("--gallery-epsilons", nargs="*", type=float, default=[1.0, 10.0])
+    parser.add_argument("--gallery-sizes", nargs="*", type=int, default=list(SIZES),
+                        help="the gallery's regressions again at these N, at every --epsilons")
     parser.add_argument("--hierarchy-cells", nargs="*", default=["10000|1", "100000|1", "100000|10"],
                         help="N|ε of the 20-group hierarchy")
     parser.add_argument("--glm-hierarchy-cells", nargs="*",
@@ -212,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
                     for family in args.families for n in args.sizes for eps in args.epsilons})
         gallery = run({f"{name}|gallery N|{eps:g}": (lambda m=name, e=eps: gallery_cell(m, e))
                        for name in args.gallery for eps in args.gallery_epsilons})
+        gallery_sized = run({f"{name}|{n}|{eps:g}": (lambda m=name, e=eps, n=n: gallery_cell(m, e, n=n))
+                             for name in args.gallery for n in args.gallery_sizes for eps in args.epsilons})
         hierarchy = run({f"20 groups|{cell_key}": (lambda c=cell_key: hierarchy_cell(int(c.split("|")[0]),
                                                                                       float(c.split("|")[1])))
                          for cell_key in args.hierarchy_cells})
@@ -228,8 +234,11 @@ def main(argv: list[str] | None = None) -> int:
                      "[−1, 1], declared so; distance and width over a and b):\n\n" + table(glm_hierarchy, "model"))
     if gallery:
         markdown += "\n\nThe gallery's regressions, declared with bounds:\n\n" + table(gallery, "model")
-    write_results("utility", {"glm": rows, "gallery": gallery, "hierarchy": hierarchy, "glm hierarchy": glm_hierarchy},
-                  markdown)
+    if gallery_sized:
+        markdown += ("\n\nThe same regressions at N records drawn as the gallery draws them (radon: 8 counties):\n\n"
+                     + table(gallery_sized, "model"))
+    write_results("utility", {"glm": rows, "gallery": gallery, "gallery by N": gallery_sized, "hierarchy": hierarchy,
+                              "glm hierarchy": glm_hierarchy}, markdown)
     return 0
 
 

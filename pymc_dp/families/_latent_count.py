@@ -41,7 +41,7 @@ from .release_design import ReleaseDesign, design_input, identity_design
 
 __all__ = [
     "latent_count_noise_aware_logp", "latent_count_mixing_size", "latent_record_count", "record_count_name",
-    "log_ratio_name", "initial_record_count", "noise_moment_matched", "LatentCount", "count_through_its_noise",
+    "log_ratio_name", "initial_record_count", "noise_moment_matched", "moment_matching_applies", "LatentCount", "count_through_its_noise",
 ]
 
 
@@ -220,22 +220,38 @@ def noise_moment_matched(stats: Any) -> bool:
     then close to Normal, and the likelihood ``Normal(m, C + 2I)`` (at unit noise) needs no
     noise-mixing variables, whose funnels make NUTS take small steps (a 20-group regression at
     N = 10⁵: 174 s against 41 s). Where the noise dominates, the exact scale mixture is kept.
-    ``stats.moment_matched``, where set, decides instead (a hierarchy's groups decide together).
+    ``stats.moment_matched``, where set, decides instead (a hierarchy's groups are moment-matched
+    wherever :func:`moment_matching_applies`: :func:`pymc_dp.model.privatize_model.together`).
     """
     if getattr(stats, "moment_matched", None) is not None:
         return bool(stats.moment_matched)
+    if not moment_matching_applies(stats):
+        return False
+    design = stats.design
+    sums = int(np.size(stats.noisy)) - 1
+    v = np.asarray(design.reference_variances, dtype=float)[:sums]
+    moving = _moving_sums(stats)
+    noise = 2.0 * (float(stats.scale) / design.weights[moving]) ** 2
+    return bool(np.median(noise / (initial_record_count(stats) * v[moving])) < 1.0)
+
+
+def moment_matching_applies(stats: Any) -> bool:
+    """Whether the release has the form the moment-matched likelihood is written for: Laplace noise on more than
+    two sums (some of them moving) beside a count released alone, with a design that gives the sums' reference
+    variances. Public numbers only; whether the noise is small enough is :func:`noise_moment_matched`'s question."""
     design = getattr(stats, "design", None)
     if stats.mechanism == "gaussian" or design is None or design.reference_variances is None:
         return False
     if not stats.family.count_released_alone(stats.neighbouring):
         return False
+    return int(np.size(stats.noisy)) - 1 > 2 and _moving_sums(stats).size > 0
+
+
+def _moving_sums(stats: Any) -> np.ndarray:
+    design = stats.design
     sums = int(np.size(stats.noisy)) - 1
     v = np.asarray(design.reference_variances, dtype=float)[:sums]
-    moving = np.array([j for j in range(sums) if v[j] > 0 and j not in design.zero_coordinates], dtype=int)
-    if sums <= 2 or moving.size == 0:
-        return False
-    noise = 2.0 * (float(stats.scale) / design.weights[moving]) ** 2
-    return bool(np.median(noise / (initial_record_count(stats) * v[moving])) < 1.0)
+    return np.array([j for j in range(sums) if v[j] > 0 and j not in design.zero_coordinates], dtype=int)
 
 
 def latent_count_mixing_size(stats: Any) -> int:

@@ -444,14 +444,20 @@ def _pooled_likelihood(name: str, s: GroupedStatistics, node: Any, rows: int, fr
 
 
 def together(parts: Sequence[PrivateStatistics]) -> list[PrivateStatistics]:
-    """A hierarchy's groups with one noise form: moment-matched only where every group's public numbers allow it.
+    """A hierarchy's groups with one noise form: moment-matched wherever the release has that form.
 
     Each group's latent variables are rows of variables shared by all groups (:class:`LatentsByGroup`), so
-    the groups must ask for the same ones: a large group and a small one would otherwise differ.
+    the groups must ask for the same ones: a large group and a small one would otherwise differ. They take the
+    moment-matched likelihood (:func:`~pymc_dp.families._latent_count.moment_matching_applies`) even where the
+    noise dominates a group's sums, as it does in small groups: the exact scale mixture gives every group's sums
+    mixing variables whose funnels, over tens of groups, left NUTS at 0.3–0.6 ms a gradient for hundreds of
+    seconds (the 20-group regression at N = 10⁴; the radon gallery's small counties), while the matched form keeps
+    the noise's variance, so an estimate linear in the release has its sampling spread: 90 % intervals covered
+    0.91 of 150 (30 releases of three groups of 500 records at ε = 1, five parameters), as at 10,000 a group.
     """
-    from ..families._latent_count import noise_moment_matched
+    from ..families._latent_count import moment_matching_applies
 
-    matched = all(noise_moment_matched(p) for p in parts)
+    matched = all(moment_matching_applies(p) for p in parts)
     return [replace(p, moment_matched=matched) for p in parts]
 
 
