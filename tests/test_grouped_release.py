@@ -606,6 +606,14 @@ def test_a_hierarchys_intervals_cover_the_truth_at_about_their_rate(quiet_pymc):
     assert _hierarchy_coverage(12).mean() >= 0.80
 
 
+@pytest.mark.calibration
+def test_a_hierarchy_of_small_groups_covers_at_about_its_rate_with_the_noise_moment_matched(quiet_pymc):
+    """500 records a group, where the noise dominates each group's sums and the moment-matched likelihood stands in
+    for the exact scale mixture: 30 releases × 5 parameters, 90 % intervals cover in at least 0.83 of the 150
+    (0.9 − 3 standard errors of 150). Measured: 0.907 (the exact mixture, on the same seeds: 0.873)."""
+    assert _hierarchy_coverage(30, n=1500).mean() >= 0.83
+
+
 @pytest.mark.study
 def test_a_hierarchys_intervals_cover_the_truth_at_their_rate_over_100_releases(quiet_pymc):
     """100 releases: every parameter's coverage in [0.83, 0.97] (0.9 ± 2.3 standard errors of 100), all together in
