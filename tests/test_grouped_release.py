@@ -198,6 +198,26 @@ def test_a_group_level_pm_data_predictor_is_refused_with_the_numpy_way_that_work
     assert "one pair per covariate: bounds={'y': {'x': (lows, highs)}}" in str(no.value)
 
 
+def test_a_group_level_pm_data_predictor_in_the_intercepts_prior_is_read_with_pooled_sums():
+    """The docs' group-level data: a = g0 + g1 * uranium + sigma_a * z with uranium in pm.Data(dims="county"), then
+    a[idx] + b * x with one b and one σ. The groups' products are pooled, and each group's likelihood reads a[g]
+    through the public container (the model rebuilt without records used to stop there, as if it were records)."""
+    rng = np.random.default_rng(5)
+    idx, x = rng.integers(0, 3, 600), rng.uniform(-1, 1, 600)
+    with pm.Model(coords={"county": GROUPS}) as model:
+        uranium = pm.Data("uranium", np.array([-0.5, 0.2, 0.9]), dims="county")
+        a = pm.Deterministic("a", pm.Normal("g0") + pm.Normal("g1") * uranium
+                             + pm.Exponential("sigma_a", 1.0) * pm.Normal("z", dims="county"), dims="county")
+        pm.Normal("y", a[pm.Data("county_idx", idx)] + pm.Normal("b") * pm.Data("x", x), pm.HalfNormal("sigma"),
+                  observed=rng.normal(0.5 * x, 1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        private = pmdp.privatize_model(model, 1.0, bounds=REGRESSION_BOUNDS, rng=1)
+    assert private.statistics["y"].pooled
+    assert {"g0", "g1", "z", "b", "sigma"} <= {v.name for v in private.model.free_RVs}
+    assert np.isfinite(private.model.compile_logp(mode="FAST_COMPILE")(private.model.initial_point()))
+
+
 def test_two_index_arrays_are_two_indices_whatever_their_values():
     """a[i] + c[j] with j equal to i on every record (data set D) or on all but one (its neighbour D'): both are
     refused as crossed, so that whether the model runs cannot tell D from D'. One array used twice is one index."""

@@ -525,7 +525,8 @@ def rebuild_with_likelihoods(
     new_outputs: list[Any] = []  # latent variables and the likelihood potentials
     for node in observed_nodes:
         name = node.outputs[0].name
-        loglik = pt.as_tensor(likelihoods[name](node, free_outputs, declared_sizes, new_outputs))
+        # the walks for data in a likelihood stop at public data too (a group-level pm.Data in a group's intercept)
+        loglik = pt.as_tensor(likelihoods[name](node, free_outputs + public_outputs, declared_sizes, new_outputs))
         new_outputs.append(model_var("potential", loglik, f"{name}_stats"))
 
     # What the private likelihoods read (their data containers are private even if a public one reads them too).
