@@ -517,6 +517,7 @@ def rebuild_with_likelihoods(
     # Data containers declared public (e.g. a prior's pm.Data), and those of group dims (public as the dims
     # are, see group_level_data): the walks stop at them too.
     group_level = {v.name for v in group_level_data(model)}
+    group_outputs = [n.outputs[0] for n in fg.apply_nodes if isinstance(n.op, ModelNamed) and n.outputs[0].name in group_level]
     public_outputs += [n.outputs[0] for n in fg.apply_nodes
                        if isinstance(n.op, ModelNamed) and n.outputs[0].name in set(public) | group_level]
     # The likelihood terms of the statistics, built now (they need the observed variables'
@@ -525,8 +526,9 @@ def rebuild_with_likelihoods(
     new_outputs: list[Any] = []  # latent variables and the likelihood potentials
     for node in observed_nodes:
         name = node.outputs[0].name
-        # the walks for data in a likelihood stop at public data too (a group-level pm.Data in a group's intercept)
-        loglik = pt.as_tensor(likelihoods[name](node, free_outputs + public_outputs, declared_sizes, new_outputs))
+        # the walks for data in a likelihood stop at group-level containers too (public as the dims are: a pm.Data
+        # of the county dim in a group's intercept); one declared public= is refused below if the likelihood reads it
+        loglik = pt.as_tensor(likelihoods[name](node, free_outputs + group_outputs, declared_sizes, new_outputs))
         new_outputs.append(model_var("potential", loglik, f"{name}_stats"))
 
     # What the private likelihoods read (their data containers are private even if a public one reads them too).
