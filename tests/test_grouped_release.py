@@ -218,6 +218,27 @@ def test_a_group_level_pm_data_predictor_in_the_intercepts_prior_is_read_with_po
     assert np.isfinite(private.model.compile_logp(mode="FAST_COMPILE")(private.model.initial_point()))
 
 
+def test_a_numpy_group_level_array_of_many_groups_is_public_under_replace_one_and_named_under_add_remove():
+    """a = g0 + g1 * u + sigma_a * z with u a NumPy array of twelve groups' values: public like the groups (as the
+    docs say) when N is public, so a group's view reads a[g] as a scalar of the parameters; it used to be taken for
+    records at ten values or more. Under add/remove no length is compared with N: the array is refused, and the
+    refusal says to declare it as pm.Data with the group dim, not that a dim is "a term computed from the data"."""
+    rng = np.random.default_rng(2)
+    groups = 12
+    idx, x = rng.integers(0, groups, 1200), rng.uniform(-1, 1, 1200)
+    u = rng.normal(0, 1, groups)
+    with pm.Model(coords={"county": np.arange(groups)}) as model:
+        a = pm.Deterministic("a", pm.Normal("g0") + pm.Normal("g1") * u
+                             + pm.Exponential("sigma_a", 1.0) * pm.Normal("z", dims="county"), dims="county")
+        pm.Normal("y", a[idx] + pm.Normal("b") * x, pm.HalfNormal("sigma"), observed=rng.normal(0.5 * x, 1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert len(plan_privatization(model, 1.0, bounds=REGRESSION_BOUNDS).prepared["y"].parts) == groups
+        with pytest.raises(ValueError, match=r"pm.Data\(name, values, dims=<the group dim>\)") as no:
+            pmdp.privatize_model(model, 1.0, bounds=REGRESSION_BOUNDS, neighbouring="add_remove", rng=1)
+    assert "computed from the data 'county'" not in str(no.value)
+
+
 def test_two_index_arrays_are_two_indices_whatever_their_values():
     """a[i] + c[j] with j equal to i on every record (data set D) or on all but one (its neighbour D'): both are
     refused as crossed, so that whether the model runs cannot tell D from D'. One array used twice is one index."""

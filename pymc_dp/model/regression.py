@@ -94,17 +94,20 @@ def _undim(var: Any) -> Any:
     return var
 
 
-def _model_scalar(var: Any, context: tuple[list, list]) -> Any | None:
+def _model_scalar(var: Any, context: tuple[list, list], records: int) -> Any | None:
     """``var`` if it is a scalar function of the model's parameters only (no data), else None.
 
     ``context`` is ``(blockers, public)``: the model's free variables and its dims' lengths.
+    Data are judged as everywhere (:func:`~pymc_dp.model._graph.data_leaves` with the
+    ``records``): a group-level array (``g0 + g1 * u + sigma_a * z`` with ``u`` one value a
+    group, fewer than the records) is public like the groups, read by a group's view.
     """
     from ._graph import data_leaves
 
     base = _undim(_strip(var))
     if base.type.ndim != 0:
         return None
-    if data_leaves([base], blockers=context[0], record_counts=[2], public=context[1]):
+    if data_leaves([base], blockers=context[0], record_counts=[records], public=context[1]):
         return None
     return base
 
@@ -150,13 +153,13 @@ def _product(var: Any, context: tuple[list, list], records: int) -> tuple[np.nda
         beta = _undim(_strip(owner.inputs[1]))
         if X is None or beta.type.ndim != 1 or beta.type.shape[0] not in (None, X.shape[1]):
             return None
-        if _model_scalar(beta[0], context) is None:
+        if _model_scalar(beta[0], context, records) is None:
             return None
         return X, beta
     if _scalar_op(var) == "Mul" and len(owner.inputs) == 2:
         for a, b in (owner.inputs, owner.inputs[::-1]):
             x = _columns(a, records)
-            coef = _model_scalar(b, context)
+            coef = _model_scalar(b, context, records)
             if x is not None and x.shape[1] == 1 and coef is not None:
                 return x, pt.stack([coef])
             inner = _product(a, context, records) if coef is not None else None
@@ -193,7 +196,15 @@ def _describe(term: Any, records: int) -> str:
                 "b * x, whose prior may hold it near 1)")
 
     from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
 
+    from ._graph import _MIN_DERIVED
+
+    if n_is_private() and any(isinstance(v, Constant) and np.size(v.data) >= _MIN_DERIVED for v in ancestors([term])):
+        return ("a term reading a NumPy array of 10 or more values (such as g0 + g1 * u in a group's intercept: with "
+                "neighbouring='add_remove' the number of records is private, so no array's length is compared with it "
+                "and an array that long is taken for records; declare group-level values as pm.Data(name, values, "
+                "dims=<the group dim>), read as public and named in the ledger's assumptions)")
     looked_up = [v for v in ancestors([term]) if v.owner is not None and type(v.owner.op).__name__ == "Subtensor"
                  and v.type.ndim == 0 and isinstance(_strip(v.owner.inputs[0]), SharedVariable)
                  and leaf_value(v.owner.inputs[0]) is not None and v.owner.inputs[0].type.ndim == 1]
@@ -255,7 +266,7 @@ def _linear_predictor(mu: Any, context: tuple[list, list], records: int,
             coefficients.append(sign * pt.cast(other[1], "float64"))
             columns += list(other[2])
             continue
-        scalar = _model_scalar(term, context)
+        scalar = _model_scalar(term, context, records)
         if scalar is None:
             if why is not None:
                 why.append(_describe(term, records) + " is neither X @ beta, b * x nor a scalar of the parameters")
@@ -302,15 +313,15 @@ def linear_regression_of(rv: Any, records: int, blockers: list, public: list,
     if getattr(rv.owner.op, "name", None) != "normal" or getattr(rv.owner.op, "pymc_dp_loglik_clip", None):
         return None
     _, _, mu, sigma = rv.owner.inputs[:4]
-    if _model_scalar(sigma, context) is None:
+    if _model_scalar(sigma, context, records) is None:
         return None
     slopes: list[Any] = []
     found = _linear_predictor(mu, context, records, why, slopes=slopes)
     if found is None:
         return None
     X, coefficients, intercept, columns = found
-    return LinearPredictor(X, coefficients, _model_scalar(sigma, context), intercept, X.shape[1] - intercept, columns,
-                           slopes=slopes[0])
+    return LinearPredictor(X, coefficients, _model_scalar(sigma, context, records), intercept,
+                           X.shape[1] - intercept, columns, slopes=slopes[0])
 
 
 def _is_one(var: Any) -> bool:
