@@ -427,7 +427,9 @@ class RecordDerivatives:
         rv = structure.rv
         observed = pt.dvector("y")
         params = clone_replace(dist_params(rv), replace=replace, rebuild_strict=False)
-        new_rv = rv.owner.op(*params, size=None, rng=rv.owner.inputs[0])  # no fixed number of records
+        # no fixed number of records; make_node: the same call on PyTensor 2 and 3 (3's __call__ warns unless
+        # given return_next_rng=, which 2's does not take)
+        new_rv = rv.owner.op.make_node(rv.owner.inputs[0], None, *params).default_output()
         terms = pm.logp(new_rv, pt.cast(observed, rv.dtype) if rv.dtype.startswith("int") else observed,
                         warn_rvs=False)
         terms = _without_parameter_checks(_without_fixed_shapes(terms))  # an invalid row is its own NaN, not all's

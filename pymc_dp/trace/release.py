@@ -103,7 +103,8 @@ def data_dependent_deterministics(model: Any) -> dict[str, str]:
             elif isinstance(var, Constant) and np.size(getattr(var, "data", None)) > 1:
                 reason = (
                     f"a constant array of shape {np.shape(var.data)} (NumPy data passed into the model "
-                    "becomes such a constant)"
+                    "becomes such a constant; values of the groups declared as pm.Data(name, values, dims=<the "
+                    "group dim>) are read as public group-level data, and a Deterministic of them is kept)"
                 )
             else:
                 continue
