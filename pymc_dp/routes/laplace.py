@@ -23,6 +23,7 @@ from ..model.privatize_model import PrivatizationPlan, _check_public, plan_priva
 from ..trace import check_release_plan
 from .base import Ran, RoutePlan, check_initvals, check_step_model
 from .nutpie_cache import reusing_compiled_models
+from .nuts_start import curvature_scaled
 from .base import public_names as check_public_names  # the local name public_names is the result
 from .options import Laplace
 from .progress import stage
@@ -74,7 +75,8 @@ class LaplacePlan(RoutePlan):
             # reservation; if the draw or the sampling fails they are what was spent.
             self._scratch = PrivacyLedger(neighbouring=self.ledger.neighbouring)
             sampled = self.privatization.release(self._scratch, self.noise_rng).model
-        return sample_released(sampled, self.draws, self._sampler_kwargs(), self.spent_on_failure(None))
+        return sample_released(sampled, self.draws, self._sampler_kwargs(), self.spent_on_failure(None),
+                               curvature_start=self._grouped())
 
     def _sampler_kwargs(self) -> Mapping[str, Any]:
         """``pm.sample``'s keywords: PyMC's NUTS for a release by group unless a sampler or step was asked for.
@@ -85,11 +87,15 @@ class LaplacePlan(RoutePlan):
         groups with varying slopes 543–675 s against 217 s (docs/concepts/performance.md).
         """
         kwargs = self.pm_kwargs
-        grouped = self.privatization is not None and any(
-            isinstance(p, GroupedPrepared) for p in self.privatization.prepared.values())
-        if grouped and kwargs.get("nuts_sampler") is None and kwargs.get("step") is None:
+        if self._grouped() and kwargs.get("nuts_sampler") is None and kwargs.get("step") is None:
             return {**kwargs, "nuts_sampler": "pymc"}
         return kwargs
+
+    def _grouped(self) -> bool:
+        """Whether a statistic is released by group (a hierarchy: PyMC's NUTS, its mass matrix started from the
+        record-free posterior's curvature, :mod:`pymc_dp.routes.nuts_start`)."""
+        return self.privatization is not None and any(
+            isinstance(p, GroupedPrepared) for p in self.privatization.prepared.values())
 
     def spent_on_failure(self, failure: BaseException | None) -> list[LedgerEntry]:
         return list(self._scratch.entries) if self._scratch is not None else []
@@ -140,10 +146,12 @@ def _default_nuts_sampler(pm_kwargs: Mapping[str, Any]) -> str:
 
 
 def sample_released(model: Any, draws: int, pm_kwargs: Mapping[str, Any], spent: list[LedgerEntry],
-                    start: Mapping[str, Any] | None = None) -> Ran:
+                    start: Mapping[str, Any] | None = None, curvature_start: bool = False) -> Ran:
     """``pm.sample`` a record-free model; its sampler statistics kept, wall-clock ones left out.
 
     ``start`` (released numbers only) starts every chain there, unless the user chose a start (:func:`started_at`).
+    ``curvature_start``: PyMC's NUTS starts its mass matrix from the curvature at the record-free posterior's mode,
+    unless the user chose a start, a step or another sampler (:func:`~pymc_dp.routes.nuts_start.curvature_scaled`).
 
     With nutpie (PyMC 6's default sampler where it is installed) the compiled model is
     reused across calls whose models differ only in their released numbers
@@ -158,6 +166,8 @@ def sample_released(model: Any, draws: int, pm_kwargs: Mapping[str, Any], spent:
         pm_kwargs = {**pm_kwargs, "target_accept": MIXING_TARGET_ACCEPT}
     stage("sampling the record-free model (released numbers only); its first run compiles it, which can take a "
           "minute or more", pm_kwargs.get("progressbar", True))
+    if curvature_start:
+        pm_kwargs = curvature_scaled(model, pm_kwargs)
     with reusing_compiled_models():
         idata = pm.sample(draws, model=model, **pm_kwargs)
     stats = _compat.get_group(idata, "sample_stats")
@@ -214,10 +224,11 @@ def _warn_divergences(stats: Any, pm_kwargs: Mapping[str, Any]) -> None:
     if stats is None or "diverging" not in stats.data_vars:
         return
     count = int(np.asarray(stats["diverging"]).sum())
+    target = pm_kwargs.get("target_accept", getattr(pm_kwargs.get("step"), "target_accept", "the sampler default"))
     if count:
         warn_at_caller(
             f"{count} divergent transition(s) while sampling the record-free model (target_accept="
-            f"{pm_kwargs.get('target_accept', 'the sampler default')}): the posterior may be explored incompletely. "
+            f"{target}): the posterior may be explored incompletely. "
             "Raise target_accept= (e.g. 0.99); for a regression with several covariates, delta= (Gaussian noise) "
             "removes the noise-mixing variables behind most of them. Sampling again costs no privacy.",
             UserWarning,
