@@ -97,7 +97,7 @@ def _mode_and_variances(logp_dlogp: Any, start: np.ndarray) -> tuple[np.ndarray 
 
 
 def _chain_starts(logp_dlogp: Any, mode: np.ndarray, variances: np.ndarray, seeds: list[int]) -> list[np.ndarray]:
-    """Each chain's start: the mode moved by a Normal draw of ``variances`` (the mode itself where that is not finite)."""
+    """Each chain's start: the mode moved by a Normal draw of ``variances`` (the mode where that is not finite)."""
     starts = []
     for seed in seeds:
         moved = mode + np.sqrt(variances) * np.random.default_rng(seed).standard_normal(mode.size)
