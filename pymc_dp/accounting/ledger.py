@@ -950,5 +950,9 @@ def resolve_ledger(ledger: PrivacyLedger | None, neighbouring: str | None) -> Pr
     if not isinstance(ledger, PrivacyLedger):
         raise ValueError(f"ledger must be a pmdp.PrivacyLedger or None, got {type(ledger).__name__}.")
     if neighbouring is not None and check_neighbouring(neighbouring) != ledger.neighbouring:
-        raise ValueError(f"neighbouring={neighbouring!r} but the ledger uses {ledger.neighbouring!r}.")
+        raise ValueError(
+            f"neighbouring={neighbouring!r} but the ledger uses {ledger.neighbouring!r}: a ledger composes releases "
+            f"under one relation. Create it with that relation, pmdp.PrivacyLedger(budget=..., "
+            f"neighbouring={neighbouring!r}), or drop neighbouring= to use the ledger's."
+        )
     return ledger

@@ -389,7 +389,11 @@ def _check_per_record_parameters(rv: Any, model: Any, leaves: Sequence[Any], rec
             f"({', '.join(describe_leaf(v) for v in other)}"
             f"{'' if n_is_private() else f'; {rv.name!r} has {records} records'}): an aggregate over "
             "records, or records sliced or transposed, reaches every record's term and no per-record sensitivity "
-            "holds. Pass per-record inputs with one row per record (first axis of length N). Nothing was spent."
+            "holds. Pass per-record inputs with one row per record (first axis of length N)"
+            + ("; values of the groups (one a group, read through a[idx]) are public only as pm.Data(name, values, "
+               "dims=<the group dim>) here: with neighbouring='add_remove' no array's length is compared with N, so "
+               "a NumPy array of 10 or more values is taken for records" if n_is_private() else "")
+            + ". Nothing was spent."
         )
     if loglik_clip_of(rv) is None:
         raise ValueError(
