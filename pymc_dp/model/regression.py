@@ -200,7 +200,9 @@ def _describe(term: Any, records: int) -> str:
 
     from ._graph import _MIN_DERIVED
 
-    if n_is_private() and any(isinstance(v, Constant) and np.size(v.data) >= _MIN_DERIVED for v in ancestors([term])):
+    scalar = _undim(_strip(term)).type.ndim == 0  # a group's view reads a[g]: a scalar, where a record's term is not
+    if n_is_private() and scalar and any(isinstance(v, Constant) and np.size(v.data) >= _MIN_DERIVED
+                                         for v in ancestors([term])):
         return ("a term reading a NumPy array of 10 or more values (such as g0 + g1 * u in a group's intercept: with "
                 "neighbouring='add_remove' the number of records is private, so no array's length is compared with it "
                 "and an array that long is taken for records; declare group-level values as pm.Data(name, values, "
