@@ -87,7 +87,8 @@ def test_the_noise_is_chosen_from_public_numbers():
 def test_a_gaussian_release_is_more_accurate_for_a_regression_with_several_covariates(k, required):
     """Plug-in least-squares coefficients over 300 releases at N = 2,000, ε = 1, δ = 1e-5.
 
-    Measured RMSE (Laplace → Gaussian): k = 3 0.215 → 0.152 (0.71), k = 5 0.89 → 0.29 (0.33). Each RMSE over
+    Measured RMSE (Laplace → Gaussian): k = 3 0.182 → 0.131 (0.72), k = 5 0.90 → 0.24 (0.27), minimum-norm
+    least squares (a projected XᵀX may be singular). Each RMSE over
     300 releases has a relative standard error of about 4 %, the ratio about 6 %: requiring 0.85 and 0.5
     leaves 2–3 standard errors of margin and fails on a release that loses the gain.
     """
@@ -101,7 +102,7 @@ def test_a_gaussian_release_is_more_accurate_for_a_regression_with_several_covar
             stats = pmdp.privatize((x, y), "linear_regression", 1.0, bounds=unit_box(k), delta=delta, rng=rng,
                                    n_features=k + 1)
             xtx, xty, _ = family.unpack(stats.values)
-            out.append(np.linalg.solve(xtx, xty) - exact)
+            out.append(np.linalg.lstsq(xtx, xty, rcond=None)[0] - exact)  # the projected XᵀX may be singular
         errors[stats.mechanism] = float(np.sqrt(np.mean(np.sum(np.square(out), axis=1))))
     assert errors["gaussian"] < required * errors["laplace"], errors
 

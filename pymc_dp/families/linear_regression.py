@@ -58,6 +58,7 @@ import numpy as np
 
 from ..accounting.validation import check_count, check_finite_array
 from ._arrays import as_array
+from ._regression_importance import coordinate_importance
 from .base import Family, check_bound_pair, declared_bounds, project_to_psd, statistic_length
 from ._params import relation
 from .release_design import ReleaseDesign
@@ -254,11 +255,14 @@ class LinearRegression(Family):
         ``Σ z_a = Σ k·z_a / k`` is itself a released product with the constant column k. The
         centred products range over far less (for ages in [18, 80]: 31² = 961 instead of
         80² − 18² = 6,076; for age × log-wage, 87 instead of 410). ε is divided between
-        them by weights ``w_j ∝ (R_j v_j)^(−1/3)`` — the minimiser of the summed
-        noise-to-sampling variance ratio ``(Σ w_j R_j)² Σ 1/(w_j² v_j)`` for the separable
-        sensitivity ``Δ_w = Σ w_j R_j`` (R_j the range of coordinate j, v_j its variance for
-        records uniform on the box; :mod:`.release_design`). The constant column's own
-        product N·k² is public: it gets a weight so large that its noise is negligible.
+        them by weights ``w_j ∝ (R_j v_j)^(−1/3)`` — the minimiser of ``(Σ w_j R_j)² Σ 1/(w_j² v_j)``
+        for the separable sensitivity ``Δ_w = Σ w_j R_j`` (R_j the range of coordinate j;
+        :mod:`.release_design`), with ``1/v_j`` the coordinate's importance to the parameters: the
+        summed widening of the intercept, each slope and σ² that its noise causes, by the delta method at
+        a public reference on the box (:mod:`._regression_importance`), plus, for the products of two
+        covariates (XᵀX, which the estimates invert), the noise-to-sampling variance ratio of the
+        coordinate itself. The constant column's own product N·k² is public: it gets a weight so large
+        that its noise is negligible.
 
         Under add/remove (N private, released as the last coordinate) see
         :meth:`_add_remove_design`. Without a constant column (no intercept, or one outside the
@@ -274,8 +278,9 @@ class LinearRegression(Family):
         ``Δ₂ = √(Σ_j (w_j R_j)²)``; the weights ``w_j ∝ (R_j² v_j)^(−1/4)`` minimise
         ``Δ₂² Σ_j 1/(w_j² v_j)`` (equality in Cauchy–Schwarz). With k covariates there are about
         k²/2 products, and L1/L2 grows like their square root: Gaussian noise adds less than
-        Laplace with enough of them: at ε = 1 from two covariates at δ = 10⁻⁵, from three at δ = 10⁻⁶;
-        with one at ε = 0.1, δ = 10⁻⁵ (:func:`~pymc_dp.families.release_design.preferred_noise` decides).
+        Laplace with enough of them: at ε = 1 from two covariates at δ = 10⁻⁵, from three at δ = 10⁻⁶, on unit
+        boxes (:func:`~pymc_dp.families.release_design.preferred_noise` decides). The v_j are each coordinate's
+        1/importance to the parameters, as for Laplace noise (:meth:`release_design`).
         """
         return self._centred_design(bounds, neighbouring, "gaussian")
 
@@ -316,7 +321,8 @@ class LinearRegression(Family):
         with np.errstate(over="ignore", invalid="ignore"):
             variances = np.array([(4.0 / 45.0) * ((high[a] - low[a]) / 2) ** 4 if a == b and not fixed[a]
                                   else spread[a] * spread[b] for a, b in self._pairs])
-        weights, delta, how = _divide_epsilon(ranges, variances, noise, rounding=1.0)
+        weighting, measure = _importance_weighting(self._pairs, one, high - low, fixed, variances)
+        weights, delta, how = _divide_epsilon(ranges, weighting, noise, rounding=1.0, measure=measure)
         moving = ranges > 0
         names = self.statistic_names(neighbouring)
         description = (
@@ -327,7 +333,7 @@ class LinearRegression(Family):
             + " (N times a constant: public, no sensitivity) weighted 1e8, so their noise is negligible"
         )
         return ReleaseDesign(transform, offset, weights, delta, description, shift=centre, noise=noise,
-                             reference_variances=variances).checked(
+                             reference_variances=variances, objective_variances=weighting).checked(
             f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}"
         )
 
@@ -342,8 +348,9 @@ class LinearRegression(Family):
         ``groups`` groups (:mod:`pymc_dp.families.grouped`).
 
         A pooled sum runs over about G times as many records as a group's own sums, so its reference variance is
-        G·v_j: the weights minimising the summed noise-to-sampling variance ratio become ``∝ (M_j·G·v_j)^(−1/3)``
-        there (``G^(−1/3)`` of the unpooled weight), and ε moves towards each group's own sums and count.
+        G·v_j, and its importance to the shared slopes and σ² is 1/G of a group's own product (one noise, where
+        each group's own products carry one each: :mod:`._regression_importance`): its weight is ``G^(−1/3)``
+        of the unpooled one, and ε moves towards each group's own sums and count.
         """
         lo, hi = self.box(bounds)
         constant = np.flatnonzero((lo[:-1] == hi[:-1]) & (lo[:-1] != 0.0))
@@ -362,8 +369,10 @@ class LinearRegression(Family):
         included, so the design has no offset and is undone without N. One record added or
         removed moves coordinate j by at most ``M_j = max|z_a − c_a|·max|z_b − c_b|`` and N by 1,
         all at the same corner of the box: ``Δ_w = Σ_j w_j M_j + w_N`` exactly. Weights
-        ``∝ (M_j v_j)^(−1/3)`` as under replace, the count's reference variance 1/4.25 (the
-        Normal's; :func:`~pymc_dp.families.release_design.centred_add_remove_design`).
+        ``∝ (M_j v_j)^(−1/3)`` as under replace, 1/v_j each coordinate's importance to the parameters, the
+        count's included (its noise moves the intercept by its offset from y's centre over N, and σ²). The
+        reference variances kept for the noise's form are the sums' for records uniform on the box and 1/4.25
+        for the count (the Normal's; :func:`~pymc_dp.families.release_design.centred_add_remove_design`).
         """
         self.sensitivity(bounds, "add_remove")  # the same refusal of bounds too wide for float64
         k = float(lo[one])
@@ -406,7 +415,9 @@ class LinearRegression(Family):
                       "variances multiplied by the number of groups")
         # one record's whole row moves every coordinate at once, by at most its largest magnitude (rounded up by a
         # relative 1e-12: the centred products are computed in floating point)
-        weights, delta, how = _divide_epsilon(largest, variances, noise, rounding=1.0 + 1e-12)
+        weighting, measure = _importance_weighting(self._pairs, one, high - low, fixed, variances, variance_scale,
+                                                   count=True)
+        weights, delta, how = _divide_epsilon(largest, weighting, noise, rounding=1.0 + 1e-12, measure=measure)
         description = (
             f"columns centred on their bounds' midpoints ({self._midpoints(fixed, centre, lo, hi)}), N released "
             f"with their products; {names[own]} released as {names[own]} − {k * k:g}·N (always 0, weighted 1e8){pooled}; "
@@ -415,7 +426,8 @@ class LinearRegression(Family):
                if noise == "laplace" else "")
         )
         return ReleaseDesign(mix @ shift_map, np.zeros(size), weights, delta, description, shift=centre,
-                             mix=mix, noise=noise, reference_variances=variances, zero_coordinates=(own,)).checked(
+                             mix=mix, noise=noise, reference_variances=variances, objective_variances=weighting,
+                             zero_coordinates=(own,)).checked(
             f"{declared_bounds('x', lo[:-1], hi[:-1])} and {declared_bounds('y', lo[-1], hi[-1])}")
 
     def project(self, noisy: np.ndarray, n: int | None, bounds: Mapping[str, Any], neighbouring: str) -> np.ndarray:
@@ -644,7 +656,26 @@ class LinearRegression(Family):
         }
 
 
-def _divide_epsilon(ranges: np.ndarray, variances: np.ndarray, noise: str, rounding: float) -> tuple[np.ndarray, float, str]:
+def _importance_weighting(pairs: Sequence[tuple[int, int]], one: int, widths: np.ndarray, fixed: np.ndarray,
+                          variances: np.ndarray, groups: np.ndarray | None = None,
+                          count: bool = False) -> tuple[np.ndarray, str]:
+    """The v_j that :func:`_divide_epsilon` weighs the coordinates by, and their name for the ledger: 1/c_j, c_j the
+    coordinate's importance to the parameters (:mod:`._regression_importance`), or the reference variances where
+    that is not defined (another constant column beside the intercept's)."""
+    importance = coordinate_importance(pairs, one, widths / 2.0, fixed, groups, count)
+    if importance is None:
+        return variances, "variance"
+    # XᵀX is inverted: its noise must also stay small beside its own sampling spread, or the estimates leave the
+    # delta method's reach (a noisy XᵀX near singular); its products keep their per-coordinate term too
+    inverted = np.array([one not in pair and y not in pair for pair in pairs for y in [len(widths) - 1]]
+                        + [False] * (importance.size - len(pairs)))
+    with np.errstate(divide="ignore", over="ignore"):
+        importance = np.where(inverted, importance + 1.0 / variances, importance)
+        return np.where(importance > 0, 1.0 / importance, variances), "1/importance to the parameters"
+
+
+def _divide_epsilon(ranges: np.ndarray, variances: np.ndarray, noise: str, rounding: float,
+                    measure: str = "variance") -> tuple[np.ndarray, float, str]:
     """Weights for the centred products and the weighted vector's sensitivity, for Laplace or Gaussian noise.
 
     ``ranges`` are how far one record moves each coordinate (0: a public coordinate, weighted 10⁸
@@ -662,6 +693,6 @@ def _divide_epsilon(ranges: np.ndarray, variances: np.ndarray, noise: str, round
     weights[~moving] = 1e8
     moved = weights[moving] * ranges[moving]
     if noise == "laplace":
-        return weights, float(np.sum(moved)) * rounding, "weights ∝ (range × variance)^(−1/3), weighted sensitivity"
+        return weights, float(np.sum(moved)) * rounding, f"weights ∝ (range × {measure})^(−1/3), weighted sensitivity"
     return (weights, float(np.sqrt(np.sum(moved * moved))) * rounding,
-            "for Gaussian noise: weights ∝ (range² × variance)^(−1/4), weighted L2 sensitivity")
+            f"for Gaussian noise: weights ∝ (range² × {measure})^(−1/4), weighted L2 sensitivity")

@@ -87,6 +87,9 @@ class ReleaseDesign:
     #: The reference variances v_j of the weights' objective (module docstring), where the family gives them:
     #: what :func:`preferred_noise` compares the two noises by. None: not comparable (Laplace is used).
     reference_variances: Any = None
+    #: The v_j the weights were chosen by, where not the reference variances (a regression's, 1/importance of each
+    #: coordinate to the parameters: :mod:`pymc_dp.families._regression_importance`); what :meth:`noise_cost` reads.
+    objective_variances: Any = None
     #: Released coordinates that are 0 for every data set (a regression's Σk² − k²N under add/remove): set to
     #: exactly 0, since computed in floating point they would carry a rounding error that is a function of N.
     zero_coordinates: tuple[int, ...] = ()
@@ -155,7 +158,8 @@ class ReleaseDesign:
         return self.noise_scale(epsilon, delta) / self.weights
 
     def noise_cost(self, epsilon: float, delta: float = 0.0) -> float:
-        """The weights' objective at (ε, δ): ``Σ_j Var(noise_j) / v_j`` over the coordinates with a sensitivity.
+        """The weights' objective at (ε, δ): ``Σ_j Var(noise_j) / v_j`` over the coordinates with a sensitivity
+        (v_j the :attr:`objective_variances` where given).
 
         The summed noise-to-sampling variance ratio (up to the common factor 1/N) of the module
         docstring; comparable between a Laplace and a Gaussian design of the same statistics.
@@ -165,7 +169,8 @@ class ReleaseDesign:
             raise ValueError("this design has no reference variances to compare noises by.")
         per_unit = 2.0 if self.noise == "laplace" else 1.0  # Var Laplace(b) = 2b², Var N(0, σ²) = σ²
         variances = per_unit * self.coordinate_scales(epsilon, delta) ** 2
-        v = np.asarray(self.reference_variances, dtype=float)
+        v = np.asarray(self.reference_variances if self.objective_variances is None else self.objective_variances,
+                       dtype=float)
         moving = self.weights < 1e7  # public coordinates carry a weight of 1e8 and no sensitivity
         return float(np.sum(variances[moving] / v[moving]))
 
