@@ -46,3 +46,16 @@ def test_sampling_with_it_gives_the_posterior():
     narrow = np.asarray(trace.posterior["narrow"]).ravel()
     # 800 draws of a N(3, 0.01): the mean's s.e. is about 0.0004 (ESS ≥ 600 for a Gaussian), 0.002 is 5 s.e.
     assert abs(narrow.mean() - 3.0) < 0.002 and 0.008 < narrow.std() < 0.012
+
+
+def test_a_mode_at_a_funnels_neck_leaves_pymcs_own_start():
+    """A centred hierarchy whose groups say little: its density is unbounded as sigma_a goes to 0 (the groups'
+    values collapsing onto mu_a), L-BFGS runs there and the curvature gives variances beyond [1e-12, 1e6]. Chains
+    started from such a mode ran sigma_a to 1e124 (the radon model at 125 records a county, eps = 1); PyMC's own
+    start is kept instead."""
+    with pm.Model() as model:
+        mu_a, sigma_a = pm.Normal("mu_a", 0.0, 5.0), pm.Exponential("sigma_a", 1.0)
+        a = pm.Normal("a", mu_a, sigma_a, shape=8)
+        pm.Normal("y", a, 30.0, observed=np.linspace(-1.0, 1.0, 8))  # one noisy measurement a group
+    asked = {"chains": 2, "random_seed": 1}
+    assert curvature_scaled(model, dict(asked)) == asked

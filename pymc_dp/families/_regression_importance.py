@@ -85,7 +85,8 @@ def coordinate_importance(pairs: Sequence[tuple[int, int]], one: int, half_width
             return 1.0 / (variance[a] * sigma2) + 2.0 * beta2[a] / sigma4
         if a == b:
             return beta2[a] / (variance[a] * sigma2) + beta4[a] / (2.0 * sigma4)
-        return beta2[b] / (variance[a] * sigma2) + beta2[a] / (variance[b] * sigma2) + 2.0 * beta2[a] * beta2[b] / sigma4
+        slopes = beta2[b] / (variance[a] * sigma2) + beta2[a] / (variance[b] * sigma2)
+        return slopes + 2.0 * beta2[a] * beta2[b] / sigma4
 
     importance = []
     for a, b in pairs:

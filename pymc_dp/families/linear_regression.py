@@ -260,9 +260,9 @@ class LinearRegression(Family):
         :mod:`.release_design`), with ``1/v_j`` the coordinate's importance to the parameters: the
         summed widening of the intercept, each slope and σ² that its noise causes, by the delta method at
         a public reference on the box (:mod:`._regression_importance`), plus, for the products of two
-        covariates (XᵀX, which the estimates invert), the noise-to-sampling variance ratio of the
-        coordinate itself. The constant column's own product N·k² is public: it gets a weight so large
-        that its noise is negligible.
+        covariates and the count (XᵀX and N, which the estimates divide by), the coordinate's own
+        noise-to-sampling variance ratio. The constant column's own product N·k² is public: it gets a
+        weight so large that its noise is negligible.
 
         Under add/remove (N private, released as the last coordinate) see
         :meth:`_add_remove_design`. Without a constant column (no intercept, or one outside the
@@ -665,10 +665,11 @@ def _importance_weighting(pairs: Sequence[tuple[int, int]], one: int, widths: np
     importance = coordinate_importance(pairs, one, widths / 2.0, fixed, groups, count)
     if importance is None:
         return variances, "variance"
-    # XᵀX is inverted: its noise must also stay small beside its own sampling spread, or the estimates leave the
-    # delta method's reach (a noisy XᵀX near singular); its products keep their per-coordinate term too
+    # The estimates divide by XᵀX and by N: their noise must also stay small beside their own spread, or the estimates
+    # leave the delta method's reach (five covariates' noisy XᵀX near singular; a hierarchy's latent counts near 0 at
+    # 125 records a group, eps = 0.1): those coordinates keep their per-coordinate term (the count's 1/4.25) too
     inverted = np.array([one not in pair and y not in pair for pair in pairs for y in [len(widths) - 1]]
-                        + [False] * (importance.size - len(pairs)))
+                        + [True] * (importance.size - len(pairs)))
     with np.errstate(divide="ignore", over="ignore"):
         importance = np.where(inverted, importance + 1.0 / variances, importance)
         return np.where(importance > 0, 1.0 / importance, variances), "1/importance to the parameters"
