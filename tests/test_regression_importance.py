@@ -156,3 +156,28 @@ def test_dividing_epsilon_by_importance_makes_the_released_estimates_more_accura
     new = _summed_widening(by_importance, exact, plain_var, 5.0, np.random.default_rng(1))
     old = _summed_widening(by_variance, exact, plain_var, 5.0, np.random.default_rng(1))
     assert new < 0.85 * old, (new, old)
+
+
+def test_bounds_near_float64s_reach_give_a_design_or_the_clear_refusal_never_an_overflow_error():
+    """y in ±1.5e77: the reference's fourth powers pass float64's largest number (a Python float's ** raised
+    OverflowError there). The importance is then not finite and the weights fall back to the coordinates' own
+    variances: a design, or the refusal that names the bounds as too wide."""
+    family = lr.LinearRegression(n_features=2)
+    bounds = {"x": (np.array([1.0, -1.0]), np.array([1.0, 1.0])), "y": (-1.5e77, 1.5e77)}
+    for relation in ("replace", "add_remove"):
+        try:
+            design = family.release_design(bounds, relation)
+        except ValueError as refused:
+            assert "too wide" in str(refused)
+        else:
+            assert np.all(np.isfinite(design.weights)) and design.sensitivity > 0
+
+
+def test_an_intercept_column_of_another_constant_scales_its_sums_importance():
+    """The released sum with a constant column k is k·Σx̃: per unit of it, 1/k² of Σx̃'s importance."""
+    pairs = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]
+    half, fixed = np.array([0.0, 2.0, 5.0]), np.array([True, False, False])
+    unit = coordinate_importance(pairs, 0, half, fixed)
+    three = coordinate_importance(pairs, 0, half, fixed, constant=3.0)
+    np.testing.assert_allclose(three[[1, 2]], unit[[1, 2]] / 9.0)
+    np.testing.assert_allclose(three[3:], unit[3:])

@@ -8,17 +8,18 @@ variance over its variance without noise, is ``Σ_j c_j D_j`` with
 
     ``c_j = Σ_p (∂θ_p/∂S_j)² / Var(θ_p)``,
 
-the coordinate's *importance*. The parameters θ are those of the model as the gallery writes it: the intercept at
-the box's centre (a hierarchy's intercept of one group), each slope, and σ², each counted once. Σỹ² alone fixes
-σ² only together with Σỹ and N (σ² is the residual sum of squares over N), and N moves the intercept only in
-proportion to how far the mean lies from y's centre: weighting the coordinates by these derivatives, rather than
-each by its own sampling variance, moves ε to where the parameters feel it (a 20-group hierarchy at N = 10⁵,
-ε = 1: σ's interval 2.6 → about 1.3 times plain PyMC's, the intercepts' 1.5 → 1.1 times; the docs' table).
+the coordinate's *importance*. The parameters θ: the intercept at the box's centre (not necessarily the model's own
+intercept; in a hierarchy one group's, the design being the same for every group), each slope and σ², each counted
+once, the shared ones widened by every group's noise. σ² = RSS/N reads Σỹ², Σỹ, N and the cross products, and N
+moves the intercept only in proportion to how far the mean lies from y's centre: weighting the coordinates by these
+derivatives, rather than each by its own sampling variance, moves ε to where the parameters feel it (a 20-group
+hierarchy at N = 10⁵, ε = 1: σ's interval 2.7 → 1.9 times plain PyMC's, the intercepts' 1.5 → 1.3 times;
+docs/concepts/laplace-route.md).
 
 The derivatives are taken at a **public reference**, from the declared bounds alone (never the records, N or ε):
-covariates uniform on their box (mean at the centre, variance h_k²/3), each group's intercept offset from y's
-centre uniform on ±h_y/4, each slope's reach β_k·h_k uniform on ±h_y/(4p), and σ = h_y/4 (h the half-widths; p
-covariates): data that fill about three quarters of the declared y range. The squared derivatives are averaged over
+covariates independent and uniform on their box (mean at the centre, variance h_k²/3), each group's intercept
+offset from y's centre uniform on ±h_y/4, each slope's reach β_k·h_k uniform on ±h_y/(4p), and σ = h_y/4 (h the
+half-widths; p covariates). The squared derivatives are averaged over
 that reference (they are polynomials in its offsets and slopes), so no coordinate's importance is zero where the
 reference's centre would make it so (N at an intercept exactly at y's centre). All importances scale as 1/N
 together, so the weights depend on the bounds and the number of groups only.
@@ -39,7 +40,8 @@ __all__ = ["coordinate_importance"]
 
 
 def coordinate_importance(pairs: Sequence[tuple[int, int]], one: int, half_widths: np.ndarray, fixed: np.ndarray,
-                          groups: np.ndarray | None = None, count: bool = False) -> np.ndarray | None:
+                          groups: np.ndarray | None = None, count: bool = False,
+                          constant: float = 1.0) -> np.ndarray | None:
     """Each coordinate's importance c_j (module docstring), in units of 1/n; the count's last when ``count``.
 
     Parameters
@@ -56,22 +58,26 @@ def coordinate_importance(pairs: Sequence[tuple[int, int]], one: int, half_width
         Per coordinate (count included), the number of groups it is summed over (1: a group's own, or no groups).
     count
         Whether N is released as the last coordinate (add/remove).
+    constant
+        The intercept column's value k: a released sum with it is k·Σx̃ (or k·Σỹ), whose importance per unit is
+        1/k² of Σx̃'s.
 
     Returns None where the layout is not the one differentiated here (another constant column beside the
-    intercept's): the caller keeps its per-coordinate weighting.
+    intercept's), or where the bounds are so wide that an importance is not a finite float: the caller keeps
+    its per-coordinate weighting.
     """
     y = len(half_widths) - 1
     covariates = [k for k in range(y) if k != one]
     if any(fixed[k] for k in covariates) or fixed[y]:
         return None
-    h_y = float(half_widths[y])
+    h_y = np.float64(half_widths[y])  # NumPy powers: inf, not OverflowError, for bounds near float64's reach
     p = max(len(covariates), 1)
     sigma2 = (h_y / 4.0) ** 2
     sigma4 = sigma2 * sigma2
     alpha2 = h_y**2 / 48.0  # E α², α uniform on ±h_y/4
     alpha4 = h_y**4 / 1280.0  # E α⁴
-    variance = {k: float(half_widths[k]) ** 2 / 3.0 for k in covariates}  # V_kk, x̃_k uniform on its box
-    reach = {k: h_y / (4.0 * p * float(half_widths[k])) for k in covariates}  # β_k uniform on ±reach
+    variance = {k: np.float64(half_widths[k]) ** 2 / 3.0 for k in covariates}  # V_kk, x̃_k uniform on its box
+    reach = {k: h_y / (4.0 * p * np.float64(half_widths[k])) for k in covariates}  # β_k uniform on ±reach
     beta2 = {k: r * r / 3.0 for k, r in reach.items()}
     beta4 = {k: r**4 / 5.0 for k, r in reach.items()}
 
@@ -89,12 +95,12 @@ def coordinate_importance(pairs: Sequence[tuple[int, int]], one: int, half_width
         return slopes + 2.0 * beta2[a] * beta2[b] / sigma4
 
     importance = []
-    for a, b in pairs:
+    for a, b in pairs:  # (overflow for bounds near float64's reach gives inf: the caller's fallback)
         if (a, b) == (one, one) or (b, a) == (one, one):
             importance.append(0.0)  # N·k²: public
-        elif one in (a, b):
+        elif one in (a, b):  # released as k·Σ: per unit of it, 1/k² of the sum's importance
             other = b if a == one else a
-            importance.append(1.0 / sigma2 + 2.0 * alpha2 / sigma4 if other == y else own_sum(other))
+            importance.append((1.0 / sigma2 + 2.0 * alpha2 / sigma4 if other == y else own_sum(other)) / constant**2)
         else:
             importance.append(product(a, b))
     if count:  # a's −α/n; σ²'s (α² − σ²)/N in each group
@@ -103,4 +109,5 @@ def coordinate_importance(pairs: Sequence[tuple[int, int]], one: int, half_width
     products = np.array([one not in pair for pair in pairs] + ([False] if count else []))
     shared = np.ones(out.size) if groups is None else np.asarray(groups, dtype=float)
     # a product summed over G groups: one noise, derivatives 1/N = 1/(G n); summed by each group on its own: G noises
-    return np.where(products, out / shared, out)
+    out = np.where(products, out / shared, out)
+    return out if np.all(np.isfinite(out)) else None

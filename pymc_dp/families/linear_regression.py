@@ -321,7 +321,7 @@ class LinearRegression(Family):
         with np.errstate(over="ignore", invalid="ignore"):
             variances = np.array([(4.0 / 45.0) * ((high[a] - low[a]) / 2) ** 4 if a == b and not fixed[a]
                                   else spread[a] * spread[b] for a, b in self._pairs])
-        weighting, measure = _importance_weighting(self._pairs, one, high - low, fixed, variances)
+        weighting, measure = _importance_weighting(self._pairs, one, high - low, fixed, variances, constant=k)
         weights, delta, how = _divide_epsilon(ranges, weighting, noise, rounding=1.0, measure=measure)
         moving = ranges > 0
         names = self.statistic_names(neighbouring)
@@ -416,7 +416,7 @@ class LinearRegression(Family):
         # one record's whole row moves every coordinate at once, by at most its largest magnitude (rounded up by a
         # relative 1e-12: the centred products are computed in floating point)
         weighting, measure = _importance_weighting(self._pairs, one, high - low, fixed, variances, variance_scale,
-                                                   count=True)
+                                                   count=True, constant=k)
         weights, delta, how = _divide_epsilon(largest, weighting, noise, rounding=1.0 + 1e-12, measure=measure)
         description = (
             f"columns centred on their bounds' midpoints ({self._midpoints(fixed, centre, lo, hi)}), N released "
@@ -658,11 +658,12 @@ class LinearRegression(Family):
 
 def _importance_weighting(pairs: Sequence[tuple[int, int]], one: int, widths: np.ndarray, fixed: np.ndarray,
                           variances: np.ndarray, groups: np.ndarray | None = None,
-                          count: bool = False) -> tuple[np.ndarray, str]:
+                          count: bool = False, constant: float = 1.0) -> tuple[np.ndarray, str]:
     """The v_j that :func:`_divide_epsilon` weighs the coordinates by, and their name for the ledger: 1/c_j, c_j the
     coordinate's importance to the parameters (:mod:`._regression_importance`), or the reference variances where
     that is not defined (another constant column beside the intercept's)."""
-    importance = coordinate_importance(pairs, one, widths / 2.0, fixed, groups, count)
+    with np.errstate(over="ignore", invalid="ignore"):
+        importance = coordinate_importance(pairs, one, widths / 2.0, fixed, groups, count, constant)
     if importance is None:
         return variances, "variance"
     # The estimates divide by XᵀX and by N: their noise must also stay small beside their own spread, or the estimates

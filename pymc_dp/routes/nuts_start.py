@@ -33,7 +33,8 @@ def curvature_scaled(model: Any, pm_kwargs: Mapping[str, Any]) -> dict[str, Any]
 
     Returned unchanged where the user chose the start, the step or a sampler other than PyMC's, where a free
     variable is discrete (NUTS does not sample it alone), where the model is too large (:data:`MAX_COORDINATES`),
-    or where the mode or its curvature is not finite.
+    where the mode or its curvature is not finite, or where L-BFGS did not converge or a variance lies outside
+    [1e-12, 1e6] (a degenerate mode, such as a centred hierarchy's funnel neck): PyMC's own start there.
     """
     kwargs = dict(pm_kwargs)
     if any(kwargs.get(k) is not None for k in ("step", "initvals")) or kwargs.get("init") not in (None, "auto"):
