@@ -100,7 +100,8 @@ def coordinate_importance(pairs: Sequence[tuple[int, int]], one: int, half_width
             importance.append(0.0)  # N·k²: public
         elif one in (a, b):  # released as k·Σ: per unit of it, 1/k² of the sum's importance
             other = b if a == one else a
-            importance.append((1.0 / sigma2 + 2.0 * alpha2 / sigma4 if other == y else own_sum(other)) / constant**2)
+            own = 1.0 / sigma2 + 2.0 * alpha2 / sigma4 if other == y else own_sum(other)
+            importance.append(own / constant**2)
         else:
             importance.append(product(a, b))
     if count:  # a's −α/n; σ²'s (α² − σ²)/N in each group
