@@ -370,7 +370,8 @@ class LinearRegression(Family):
         removed moves coordinate j by at most ``M_j = max|z_a − c_a|·max|z_b − c_b|`` and N by 1,
         all at the same corner of the box: ``Δ_w = Σ_j w_j M_j + w_N`` exactly. Weights
         ``∝ (M_j v_j)^(−1/3)`` as under replace, 1/v_j each coordinate's importance to the parameters, the
-        count's included (its noise moves the intercept by its offset from y's centre over N, and σ²). The
+        count's included (its noise moves a group's intercept by its offset from y's centre over the group's
+        count, and σ²). The
         reference variances kept for the noise's form are the sums' for records uniform on the box and 1/4.25
         for the count (the Normal's; :func:`~pymc_dp.families.release_design.centred_add_remove_design`).
         """
@@ -669,8 +670,8 @@ def _importance_weighting(pairs: Sequence[tuple[int, int]], one: int, widths: np
     # The estimates divide by XᵀX and by N: their noise must also stay small beside their own spread, or the estimates
     # leave the delta method's reach (five covariates' noisy XᵀX near singular; a hierarchy's latent counts near 0 at
     # 125 records a group, eps = 0.1): those coordinates keep their per-coordinate term (the count's 1/4.25) too
-    inverted = np.array([one not in pair and y not in pair for pair in pairs for y in [len(widths) - 1]]
-                        + [True] * (importance.size - len(pairs)))
+    y = len(widths) - 1
+    inverted = np.array([one not in pair and y not in pair for pair in pairs] + [True] * (importance.size - len(pairs)))
     with np.errstate(divide="ignore", over="ignore"):
         importance = np.where(inverted, importance + 1.0 / variances, importance)
         return np.where(importance > 0, 1.0 / importance, variances), "1/importance to the parameters"
