@@ -62,7 +62,7 @@ def release(family: str, n: int, seed: int, epsilon: float, clips: str) -> dict:
     likelihood = one_step(run.final, run.rounds[-2])
     delta = likelihood.estimate()
     inverse = np.linalg.pinv(likelihood.slope(delta))  # a release whose information is mostly noise: singular
-    cov = likelihood.cov + likelihood.information_noise * (delta @ delta) * np.eye(len(delta))
+    cov = likelihood.cov + np.diag(likelihood.extra_variance(delta))
     sd, estimate = np.sqrt(np.diag(inverse @ cov @ inverse.T)), run.final.point + delta
 
     def sums(point):

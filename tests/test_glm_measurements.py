@@ -239,7 +239,7 @@ def _coverage(family: str, n: int, releases: int, bounds: dict) -> np.ndarray:
         delta = likelihood.estimate()
         slope = likelihood.slope(delta)  # the mean's Jacobian at the estimate, to first order
         inverse = np.linalg.inv(slope)
-        cov = likelihood.cov + likelihood.information_noise * (delta @ delta) * np.eye(len(delta))
+        cov = likelihood.cov + np.diag(likelihood.extra_variance(delta))
         sd = np.sqrt(np.diag(inverse @ cov @ inverse.T))
         hits.append(np.abs((run.final.point + delta)[:3] - TRUTH) < norm.ppf(0.95) * sd[:3])
     return np.mean(hits, axis=0)
@@ -448,7 +448,7 @@ def test_the_one_step_likelihood_with_a_support_is_the_gaussian_it_describes():
     loglik = one_step_loglik(final, phi)
     at = np.array([0.1, -0.2, 0.3, 0.05])
     model = one_step(final)
-    cov = model.cov + np.diag(model.information_noise * (support.astype(float) @ at**2))
+    cov = model.cov + np.diag(2 * 2.0**2 * (support.astype(float) @ at**2))  # the entries' Laplace variance 2b², b = 2
     expected = multivariate_normal(model.information @ at, cov).logpdf(final.score)
     assert float(loglik.eval({phi: at}, mode="FAST_COMPILE")) == pytest.approx(expected, rel=1e-10)
 
@@ -557,7 +557,7 @@ def _hierarchy_coverage(family: str, n: int, groups: int, releases: int) -> np.n
         delta = likelihood.estimate()
         slope = likelihood.slope(delta)
         inverse = np.linalg.inv(slope)
-        cov = likelihood.cov + np.diag(likelihood.information_noise * (run.final.support.astype(float) @ delta**2))
+        cov = likelihood.cov + np.diag(likelihood.extra_variance(delta))
         sd = np.sqrt(np.diag(inverse @ cov @ inverse.T))
         hits.append(np.abs(run.final.point + delta - np.r_[a_true, b_true]) < norm.ppf(0.95) * sd)
     return np.asarray(hits)

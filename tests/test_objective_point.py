@@ -204,7 +204,7 @@ def _coverage(n: int, releases: int) -> np.ndarray:
         likelihood = one_step(final, None)
         delta = likelihood.estimate()
         inverse = np.linalg.inv(likelihood.slope(delta))
-        cov = likelihood.cov + likelihood.information_noise * (delta @ delta) * np.eye(len(delta))
+        cov = likelihood.cov + np.diag(likelihood.extra_variance(delta))
         sd = np.sqrt(np.diag(inverse @ cov @ inverse.T))
         hits.append(np.abs(final.point + delta - COVERAGE_TRUTH) < norm.ppf(0.95) * sd)
     return np.mean(hits, axis=0)

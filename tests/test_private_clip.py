@@ -7,7 +7,7 @@ import pytest
 
 from pymc_dp.accounting import PrivacyLedger
 from pymc_dp.mechanisms.private_clip import ClipSelection
-from pymc_dp.mechanisms.private_newton import ClippedTermsWarning, NewtonSchedule, private_newton
+from pymc_dp.mechanisms.private_newton import WEIGHTS_DETAIL, ClippedTermsWarning, NewtonSchedule, private_newton
 
 
 def test_replacing_one_record_moves_every_utility_by_at_most_one():
@@ -81,7 +81,10 @@ def test_a_run_with_private_clips_charges_each_choice_and_spends_exactly_its_eps
     assert run.rounds[0].score_weights is None and final.score_weights.min() == pytest.approx(1.0)
     np.testing.assert_allclose(final.score_scale, 2 * final.score_clip / schedule.budgets(1.0)[-1][0]
                                * final.score_weights)
-    assert "score weights by round (clip on Σ|g_j|/w_j, noise w_j-fold)" in ledger.entries[-1].details
+    # the information's entry (i, j) is clipped and noised w_i·w_j-fold
+    np.testing.assert_allclose(final.information_scale, 2 * final.information_clip / schedule.budgets(1.0)[-1][1]
+                               * np.outer(final.score_weights, final.score_weights))
+    assert WEIGHTS_DETAIL in ledger.entries[-1].details
 
 
 def test_without_a_selection_the_worst_case_is_used_and_nothing_is_spent_on_choosing():

@@ -8,7 +8,9 @@ earlier releases):
 * the information's upper triangle ``h_t = Σ_i clip(vech −∇²ℓ_i(φ_t), C_H)`` (d(d+1)/2 numbers),
 
 each with Laplace noise scaled to its clip (L1 norm per record: Δ = 2C under replace-one, C
-under add/remove). The next point is the mean of a Gaussian that the releases so far update
+under add/remove). Where the clips are chosen privately, rounds after the first weight both norms
+by the last release's scale (:func:`score_weights`): coordinate j of the score by w_j, entry (i, j)
+of the information by w_i w_j, each getting noise that many times the base scale. The next point is the mean of a Gaussian that the releases so far update
 from a summary of the prior — a Newton step weighted by its noise, the older rounds discounted
 (an extended Kalman filter) — post-processing, free. After the last round the released
 score and information give the one-step likelihood a noise-aware posterior conditions on
@@ -47,7 +49,8 @@ from .private_clip import ClipSelection
 if TYPE_CHECKING:  # pragma: no cover
     from ..accounting import LedgerEntry, PrivacyLedger
 
-__all__ = ["ClippedTermsWarning", "NewtonRound", "NewtonRun", "NewtonSchedule", "private_newton", "clip_rows_l1", "vech", "unvech"]
+__all__ = ["ClippedTermsWarning", "NewtonRound", "NewtonRun", "NewtonSchedule", "private_newton", "clip_rows_l1", "vech",
+           "unvech", "information_scales", "information_weights"]
 
 
 def vech(matrices: np.ndarray) -> np.ndarray:
@@ -128,7 +131,9 @@ class NewtonRound:
     #: the score's Laplace scale: one number, or one per coordinate where the round weighted its clip
     #: (:func:`score_weights`)
     score_scale: float | np.ndarray
-    information_scale: float
+    #: the information's Laplace scale: one number, or a symmetric d × d matrix, entry (i, j) w_i w_j times the base
+    #: scale, where the round weighted its clip (:func:`information_weights`); see :func:`information_scales`
+    information_scale: float | np.ndarray
     score_clip: float
     information_clip: float
     #: the entries of the information that can be non-zero for some record (d × d, symmetric; None: all). The
@@ -137,6 +142,22 @@ class NewtonRound:
     #: the score's weights (:func:`score_weights`; the clip is then on ``Σ_j |g_j| / w_j``, the noise w_j-fold), or
     #: None where the round clipped the plain L1 norm
     score_weights: np.ndarray | None = None
+
+
+def information_scales(release: NewtonRound) -> np.ndarray:
+    """Each entry's Laplace scale in ``release``'s information, d × d (0 where the support releases none)."""
+    d = len(release.score)
+    scales = np.broadcast_to(np.asarray(release.information_scale, dtype=float), (d, d)).copy()
+    return scales if release.support is None else np.where(np.asarray(release.support, dtype=bool), scales, 0.0)
+
+
+def information_weights(weights: np.ndarray) -> np.ndarray:
+    """The information's weights from the score's (vech of w wᵀ): entry (i, j) of a record's information scales like
+    √(I_ii I_jj), so w_i w_j gives every entry noise in proportion to its own size, as w_j does the score's. Without
+    it one scale served every entry, and a nuisance's small diagonal (a negative binomial's log α beside its
+    coefficients, 30× smaller) came out a third noise."""
+    weights = np.asarray(weights, dtype=float)
+    return vech(np.outer(weights, weights))
 
 
 @dataclass(frozen=True)
@@ -261,6 +282,10 @@ def stale_discount(mean: np.ndarray, precision: np.ndarray, point: np.ndarray, i
     return factor
 
 
+#: The ledger's detail holding each round's weights (public: functions of the earlier releases).
+WEIGHTS_DETAIL = ("score weights by round (clip on Σ|g_j|/w_j, noise w_j-fold; the information's entry (i, j) "
+                  "w_i·w_j-fold, its clip on Σ|H_ij|/(w_i·w_j))")
+
 #: The most one coordinate's score weight may exceed the smallest (:func:`score_weights`).
 MAX_WEIGHT_RATIO = 30.0
 #: How many of its noise s.d. each diagonal entry of the information gets added before its square root is a weight
@@ -268,9 +293,9 @@ MAX_WEIGHT_RATIO = 30.0
 WEIGHT_NOISE_FLOOR = 3.0
 
 
-def score_weights(information: np.ndarray, information_scale: float) -> np.ndarray:
+def score_weights(information: np.ndarray, information_scale: float | np.ndarray) -> np.ndarray:
     """The next round's score weights from a released information (post-processing): w_j ∝ √(I_jj + 3√2 b_H), the
-    smallest 1.
+    smallest 1 (b_H the diagonal entry's Laplace scale: one number, or a d × d matrix of them).
 
     A record's score is clipped in the weighted L1 norm ``Σ_j |g_j| / w_j`` and coordinate j gets Laplace noise of
     scale 2 C w_j / ε: still ε-DP (a record moves the released vector by at most 2C in that norm under
@@ -281,9 +306,11 @@ def score_weights(information: np.ndarray, information_scale: float) -> np.ndarr
     first, so a noisy information leaves the weights near 1 (on a Bernoulli hierarchy at N = 10⁴ the entries' noise
     is of their own size), and the ratio is capped at :data:`MAX_WEIGHT_RATIO`."""
     diagonal = np.diag(np.asarray(information, dtype=float))
-    spread = WEIGHT_NOISE_FLOOR * np.sqrt(2.0) * float(information_scale)  # the diagonal's noise s.d., times 3
+    scale = np.asarray(information_scale, dtype=float)
+    scale = np.diag(scale) if scale.ndim == 2 else np.broadcast_to(scale, diagonal.shape)
+    spread = WEIGHT_NOISE_FLOOR * np.sqrt(2.0) * scale  # the diagonal's noise s.d., times 3
     with np.errstate(all="ignore"):
-        raw = np.sqrt(np.maximum(np.where(np.isfinite(diagonal), diagonal, 0.0), 0.0) + max(spread, 1e-300))
+        raw = np.sqrt(np.maximum(np.where(np.isfinite(diagonal), diagonal, 0.0), 0.0) + np.maximum(spread, 1e-300))
     weights = raw / raw.min()
     return np.minimum(weights, MAX_WEIGHT_RATIO) if np.all(np.isfinite(weights)) else np.ones_like(raw)
 
@@ -429,19 +456,20 @@ def private_newton(
         clips_used = [[float(r.score_clip), float(r.information_clip)] for r in rounds]
         used = {"clips (score, information) by round": clips_used}
         if any(r.score_weights is not None for r in rounds):  # public: functions of the earlier releases
-            used["score weights by round (clip on Σ|g_j|/w_j, noise w_j-fold)"] = [
+            used[WEIGHTS_DETAIL] = [
                 None if r.score_weights is None else [round(float(w), 4) for w in r.score_weights] for r in rounds]
         return reservation.commit([replace(e, details={**e.details, **used}) for e in planned[:upto]])
 
     def norms(point: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, list | None]:
-        """The records' L1 norms at ``point`` (the score's weighted), and their terms when they fit in
-        :data:`KEPT_TERMS` numbers (None: the sums read them again)."""
+        """The records' weighted L1 norms at ``point``, and their terms when they fit in :data:`KEPT_TERMS` numbers
+        (None: the sums read them again)."""
         score_norms, info_norms, terms, size = [], [], [], 0
+        entry_weights = information_weights(weights)
         for scores, infos in per_record(point):  # copies: a caller may hand every chunk in one reused buffer
             scores, infos = np.array(scores, dtype=float), np.asarray(infos, dtype=float) * kept
             with np.errstate(all="ignore"):  # a record's inf or NaN must not raise or warn (its norm counts as 0)
                 score_norms.append(np.abs(scores / weights).sum(axis=1))
-                info_norms.append(np.abs(infos).sum(axis=1))
+                info_norms.append(np.abs(infos / entry_weights).sum(axis=1))
             size += scores.size + infos.size
             terms = terms if terms is not None and size <= KEPT_TERMS else None
             if terms is not None:
@@ -465,24 +493,27 @@ def private_newton(
                         drawn += 1
                         c_info = schedule.clip_selection.choose(info_norms, c_info, choice_info, source)
                 score_sum, info_sum = np.zeros(d), np.zeros(d * (d + 1) // 2)
+                weighted = bool(np.any(weights != 1.0))
+                entry_weights = information_weights(weights)
                 for scores, infos in terms if terms is not None else per_record(point):
                     scores, a = clip_rows_l1(np.asarray(scores, dtype=float) / weights, c_score)
                     scores = scores * weights
-                    infos, b = clip_rows_l1(np.asarray(infos, dtype=float) * kept, c_info)
+                    infos, b = clip_rows_l1(np.asarray(infos, dtype=float) * kept / entry_weights, c_info)
+                    infos = infos * entry_weights
                     cut += max(a, b)
                     score_sum += scores.sum(axis=0)
                     info_sum += infos.sum(axis=0)
-                b_info = factor * c_info / eps_info
-                b_score = factor * c_score / eps_score * (weights.copy() if np.any(weights != 1.0) else 1.0)
+                b_info = factor * c_info / eps_info * (unvech(entry_weights, d) if weighted else 1.0)
+                b_score = factor * c_score / eps_score * (weights.copy() if weighted else 1.0)
                 drawn += 1
                 score = _add_laplace(source, score_sum, b_score)
                 drawn += 1
                 released = np.zeros_like(info_sum)
-                released[kept] = source.add_laplace(info_sum[kept], b_info)
+                released[kept] = _add_laplace(source, info_sum[kept], vech(b_info)[kept] if weighted else b_info)
                 info = unvech(released, d)
                 rounds.append(NewtonRound(point.copy(), score, info, b_score, b_info, c_score, c_info,
                                           None if support is None else np.asarray(support, dtype=bool),
-                                          weights.copy() if np.any(weights != 1.0) else None))
+                                          weights.copy() if weighted else None))
                 if t < len(budgets) - 1:  # the next point (after the last release nothing moves)
                     state.update(point, score, info, b_score)
                     point = newton_step(point, state, bound_step)

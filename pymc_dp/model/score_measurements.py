@@ -46,7 +46,7 @@ from ..families import ClippedRecordsWarning
 from ..mechanisms.logistic_regression import REPLACE_ONLY
 from ..mechanisms.private_clip import ClipSelection
 from ..mechanisms.private_newton import (NewtonRound, NewtonRun, NewtonSchedule, check_clips, entries_for,
-                                         private_newton, vech)
+                                         information_scales, private_newton, vech)
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
 from .objective_point import (INFORMATION_ASSUMPTION, OBJECTIVE_ALGORITHM, POINT_ASSUMPTIONS, POINT_SHARE,
                               feature_bound, objective_preferred, point_regularisation, reads_as_logistic,
@@ -98,7 +98,7 @@ class PrivateScore:
         only), or None for the sampler's default start (:mod:`pymc_dp.model.start_point`). Computed when asked:
         about a second, which a caller that does not sample need not pay."""
         previous = self.run.rounds[-2] if len(self.run.rounds) > 1 else None
-        return _start(self.model, one_step(self.run.final, previous), self.run.final.support)
+        return _start(self.model, one_step(self.run.final, previous))
 
 
 def _transform_of(model: Any) -> Callable[[Any], Any]:
@@ -397,8 +397,9 @@ class OneStep:
     """The one-step likelihood's public numbers: the expected score at the last point is M(δ) δ, δ = φ − φ_t, with
     M(δ) = I + ½ D τ, τ = ⟨δ, u⟩ / ‖u‖² clipped to [−1, 1], the information averaged along δ: linear along the
     last pilot step u within one step's length (D the released information's change over it, symmetrised, its
-    expected noise discounted), constant beyond. The released score has covariance ``cov`` + ``information_noise``
-    · ‖δ‖² 𝟙 around it.
+    expected noise discounted), constant beyond. The released score has covariance ``cov`` plus the information's
+    noise acting on δ around it: coordinate i's variance grows by Σ_j N_ij δ_j² (:meth:`extra_variance`; N_ij = 2 b_ij²,
+    the entry's Laplace variance, 0 where the support releases none).
 
     Where the information has a ``support`` (the groups of ``a[idx]``), each row reads its own τ_i over the
     coordinates its row meets, τ_i = ⟨δ, u⟩_i / ⟨u, u⟩_i (sums over row i's support): a group's information changed
@@ -410,9 +411,20 @@ class OneStep:
     change: np.ndarray
     direction: np.ndarray
     cov: np.ndarray
-    information_noise: float = 0.0
+    information_noise: float | np.ndarray = 0.0  # N: one number, or d × d
     support: np.ndarray | None = None  # float 0/1 rows, or None for one τ
     step: np.ndarray | None = None  # u, with a support
+
+    def extra_variance(self, delta: np.ndarray) -> np.ndarray:
+        """What the information's noise adds to each score coordinate's variance at a NumPy δ: Σ_j N_ij δ_j²."""
+        d = len(self.score)
+        return np.broadcast_to(np.asarray(self.information_noise, dtype=float), (d, d)) @ np.square(delta)
+
+    @property
+    def isotropic_noise(self) -> bool:
+        """Whether the information's noise adds one variance c‖δ‖² to every coordinate (one scale, no support)."""
+        noise = np.asarray(self.information_noise, dtype=float)
+        return noise.ndim == 0 or bool(np.all(noise == noise.flat[0]))
 
     def along(self, delta: np.ndarray) -> np.ndarray:
         """τ (one number, or one per row with a support) for a NumPy δ, clipped to [−1, 1]."""
@@ -471,7 +483,8 @@ def _detected_change(raw: np.ndarray, final: NewtonRound, previous: NewtonRound)
     Poisson hierarchy, N = 10⁵, ε = 1) made a group's interval 35–77× the sampling s.d. wide."""
     released = np.asarray(final.support, dtype=bool)
     m = int(np.count_nonzero(np.triu(released)))
-    threshold = (final.information_scale + previous.information_scale) * np.log(2.0 * max(m, 1) / CHANGE_FALSE_ALARM)
+    scales = information_scales(final) + information_scales(previous)
+    threshold = scales * np.log(2.0 * max(m, 1) / CHANGE_FALSE_ALARM)
     return np.where(released & (np.abs(raw) > threshold), raw, 0.0)
 
 
@@ -493,8 +506,7 @@ def one_step(final: NewtonRound, previous: NewtonRound | None = None) -> OneStep
         u = final.point - previous.point
         norm2 = float(u @ u)
         raw = (final.information + final.information.T - previous.information - previous.information.T) / 2
-        noisy = d * d if final.support is None else int(np.count_nonzero(final.support))  # entries with noise
-        noise = 2.0 * noisy * (final.information_scale**2 + previous.information_scale**2)
+        noise = float(np.sum(2.0 * (information_scales(final) ** 2 + information_scales(previous) ** 2)))
         size = float(np.sum(raw**2))
         if norm2 > 0 and grouped:
             change = _detected_change(raw, final, previous)
@@ -524,7 +536,7 @@ def one_step(final: NewtonRound, previous: NewtonRound | None = None) -> OneStep
         allowance = 0.25 * kappa**2 * float(across @ across) ** 2 * np.ones(d)
     cov = information + np.diag(2.0 * final.score_scale**2 + allowance)
     return OneStep(final.point, final.score, information, change, direction, cov,
-                   2.0 * final.information_scale**2, support if kappa else None, u if kappa else None)
+                   2.0 * information_scales(final) ** 2, support if kappa else None, u if kappa else None)
 
 
 def _input(value: Any) -> Any:
@@ -557,29 +569,30 @@ def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound |
         along = pt.clip(pt.dot(delta, _input(step_model.direction)), -1.0, 1.0)
     averaged = _input(step_model.information) + 0.5 * _input(step_model.change) * along
     residual = _input(final.score) - pt.dot(averaged, delta)
-    if final.support is not None and not np.all(final.support):
-        # Only the support's entries carry noise: score coordinate i's extra variance is c Σ_j support_ij δ_j², not
-        # c ‖δ‖² (a group's coordinate does not feel the other groups' δ). A full covariance, factored per point.
+    if not step_model.isotropic_noise:
+        # Score coordinate i's extra variance is Σ_j N_ij δ_j²: only the support's entries carry noise (a group's
+        # coordinate does not feel the other groups' δ), and weighted entries carry their own. A full covariance,
+        # factored per point.
         from pytensor.tensor.linalg import cholesky, solve_triangular
 
-        extra = pt.dot(_input(final.support.astype(float)), delta**2) * _input(step_model.information_noise)
+        extra = pt.dot(_input(step_model.information_noise), delta**2)
         factor = cholesky(_input(step_model.cov) + pt.diag(extra))
         z = solve_triangular(factor, residual, lower=True)
         return -0.5 * pt.sum(z**2) - pt.sum(pt.log(pt.diag(factor))) - 0.5 * d * np.log(2 * np.pi)
     values, vectors = np.linalg.eigh(step_model.cov)  # C + c‖δ‖²𝟙 shares C's eigenvectors
-    spread = _input(values) + _input(step_model.information_noise) * pt.sum(delta**2)
+    noise = float(np.asarray(step_model.information_noise, dtype=float).flat[0])
+    spread = _input(values) + _input(noise) * pt.sum(delta**2)
     r = pt.dot(_input(vectors.T), residual)
     return -0.5 * pt.sum(r**2 / spread) - 0.5 * pt.sum(pt.log(spread)) - 0.5 * d * np.log(2 * np.pi)
 
 
-def _start(model: Any, step_model: OneStep, support: np.ndarray | None) -> dict[str, np.ndarray] | None:
+def _start(model: Any, step_model: OneStep) -> dict[str, np.ndarray] | None:
     """The record-free model's start near the one-step estimate φ̂ = φ_t + δ̂, in its precision Iᵀ C(δ̂)⁻¹ I (the
     information's noise counted at δ̂ as the likelihood counts it)."""
     from .start_point import start_near
 
     delta = step_model.estimate()
-    reach = delta @ delta if support is None else support.astype(float) @ delta**2
-    cov = step_model.cov + np.diag(np.broadcast_to(step_model.information_noise * reach, delta.shape))
+    cov = step_model.cov + np.diag(step_model.extra_variance(delta))
     try:
         precision = step_model.information @ np.linalg.solve(cov, step_model.information)
     except np.linalg.LinAlgError:
