@@ -134,6 +134,23 @@ def test_clipping_bounds_what_one_record_can_move_whatever_its_values():
     assert clip_rows_l1(scores, c_score)[1] == 0 and clip_rows_l1(information, c_info)[1] == 0
 
 
+def test_the_weighted_clips_are_the_boxs_largest_weighted_norms():
+    """With weights w (the rounds after the first where the clips are chosen), a record inside the box never exceeds
+    the weighted clips, Σ|g_j|/w_j and Σ|H_ij|/(w_i w_j), which are at most the L1 ones (every weight ≥ 1): on a
+    negative binomial far below for the information, whose coefficients' entries dominate its L1 norm."""
+    from pymc_dp.mechanisms.private_newton import information_weights
+
+    x, y = _records("negbin", 2000, 3)
+    plan = plan_score_privatization(_glm("negbin", x, y), 1.0, bounds={"y": {"x": (-1, 1), "y": (0, 30)}})
+    point, weights = np.array([0.5, -0.3, 1.0, 1.1]), np.array([2.5, 2.0, 3.0, 1.0])
+    c_score, c_info = plan.clips(point, weights)
+    plain_score, plain_info = plan.clips(point)
+    assert c_score < plain_score and c_info < plain_info / 2  # the coefficients' products dominate the L1 one
+    scores, information = plan.derivatives(point, plan.outcomes, list(plan.designs))
+    assert np.abs(scores / weights).sum(1).max() <= c_score
+    assert np.abs(information / information_weights(weights)).sum(1).max() <= c_info
+
+
 def test_the_run_is_priced_and_reserved_before_the_first_draw():
     x, y = _records("poisson", 200, 4)
     plan = plan_score_privatization(_glm("poisson", x, y), 1.0, bounds={"y": {"x": (-1, 1), "y": (0, 20)}})

@@ -643,6 +643,45 @@ def _private_newton_weighted(broken: bool, secure: bool):
     return _private_newton(broken, secure, NEWTON_AUDIT_WEIGHTS)
 
 
+#: The information entry the weighted information target's pair differs in ((0, 1): weight w_0·w_1 = 3), its
+#: weighted clip, and the public weights (those of the weighted score target).
+NEWTON_INFORMATION_ENTRY, NEWTON_INFORMATION_CLIP = 1, 0.25
+
+
+def _private_newton_information(broken: bool, secure: bool):
+    """One private Newton round with public weights w = (1, 3) whose neighbours differ in the information only: the
+    replaced record's information terms are (0, ±3h, 0) (vech: the (0, 1) entry, weight w_0·w_1 = 3), each of weighted
+    norm h = :data:`NEWTON_INFORMATION_CLIP`, the clip given; so the pair is 2h apart in the weighted norm, the
+    sensitivity charged. The round's schedule gives the information 0.95 of ε (the score's terms are equal and carry
+    no loss), so the pair attains 0.95. Terms as a GLM never makes them (an information is positive semi-definite,
+    whose pairs attain at most a third of this): the target checks the mechanism — the information's clip on
+    Σ|H_k| / W_k and its noise W_k-fold — not a model. Audited through clip(z − 0, −3h, 3h) on that entry, the
+    release's log-likelihood ratio up to a constant; the broken twin spends ε = 2 while claiming 1."""
+    from ..mechanisms.private_newton import NewtonSchedule, private_newton
+
+    epsilon = 2.0 if broken else 1.0
+    h, k = NEWTON_INFORMATION_CLIP, NEWTON_INFORMATION_ENTRY
+    weight = float(np.outer(NEWTON_AUDIT_WEIGHTS, NEWTON_AUDIT_WEIGHTS)[0, 1])
+
+    def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        information = np.zeros((2, 3))
+        information[0, k] = (1.0 if s == 0 else -1.0) * weight * h
+        scores = np.zeros((2, 2))
+        noise = _noise(secure, rng)
+        out = np.empty(size)
+        for i in range(size):
+            release = private_newton(
+                lambda point: [(scores, information)], lambda point: (1.0, h), start=np.zeros(2),
+                prior_mean=np.zeros(2), prior_precision=np.ones(2), bound_step=lambda step: step, epsilon=epsilon,
+                schedule=NewtonSchedule(rounds=1, final_score_share=0.05), ledger=PrivacyLedger(), rng=noise,
+                first_weights=NEWTON_AUDIT_WEIGHTS,
+            ).final
+            out[i] = np.clip(release.information[0, 1], -weight * h, weight * h)
+        return out
+
+    return run, 0, 1
+
+
 #: The neighbours of the private clip target: records' norms against candidates 1, 0.1 and 0.01 (a grid of three).
 #: Eight records lie above the middle candidate and five between it and the last; the neighbour moves one of the
 #: eight below every candidate.
@@ -1140,6 +1179,8 @@ TARGETS: tuple[AuditTarget, ...] = (
                 _private_newton),
     AuditTarget("private Newton round, weighted score clip (measurements route after its first round)", 1.0, 0.0,
                 40_000, _private_newton_weighted),
+    AuditTarget("private Newton round, weighted information clip (entry (i, j) w_i·w_j-fold)", 1.0, 0.0, 40_000,
+                _private_newton_information),
     AuditTarget("private clip (exponential mechanism on the records above each clip, measurements route)", 1.0, 0.0,
                 40_000, _private_clip, events="exact"),
     AuditTarget("private bounds (suggest_bounds, tails: the upper end, an ε/2 exponential mechanism)", 0.5, 0.0, 40_000,

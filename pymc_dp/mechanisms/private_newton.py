@@ -411,8 +411,9 @@ def private_newton(
     clips
         ``clips(point)``: the L1 clips (C_g, C_H) at ``point``, computed from public quantities: the worst case that
         ``schedule.clip_selection`` (if any) lowers privately. Where the clips are chosen, rounds after the first
-        clip the score in a weighted L1 norm (:func:`score_weights`, every weight ≥ 1); a ``clips(point, weights)``
-        gives that norm's worst case (tighter), a ``clips(point)`` the L1 one, which bounds it too.
+        clip the score and the information in weighted L1 norms (:func:`score_weights`, every weight ≥ 1;
+        :func:`information_weights`); a ``clips(point, weights)`` gives those norms' worst cases (tighter), a
+        ``clips(point)`` the L1 ones, which bound them too.
     start, prior_mean, prior_precision, bound_step
         The first point, the Gaussian summary of the prior, and the trust region that shortens a
         pilot step (all public).
@@ -423,8 +424,9 @@ def private_newton(
         the model's structure). Only those are released (each record's terms projected onto them first, which
         cannot raise its L1 norm); the others are exactly zero and noiseless.
     first_weights
-        Optional public score weights of the first round (each ≥ 1; see :func:`score_weights`), ``clips`` then
-        giving the weighted norm's clip; later rounds take theirs from the releases where the clips are chosen.
+        Optional public score weights of the first round (each ≥ 1; see :func:`score_weights`; the information's
+        entry (i, j) then weighs w_i·w_j), ``clips`` then giving the weighted norms' clips; later rounds take theirs
+        from the releases where the clips are chosen.
     """
     ledger = _require_ledger(ledger)
     if schedule.clip_selection is not None and ledger.neighbouring != "replace":

@@ -46,7 +46,7 @@ from ..families import ClippedRecordsWarning
 from ..mechanisms.logistic_regression import REPLACE_ONLY
 from ..mechanisms.private_clip import ClipSelection
 from ..mechanisms.private_newton import (NewtonRound, NewtonRun, NewtonSchedule, check_clips, entries_for,
-                                         information_scales, private_newton, vech)
+                                         information_scales, information_weights, private_newton, vech)
 from .glm_structure import GlmStructure, RecordDerivatives, read_glm
 from .objective_point import (INFORMATION_ASSUMPTION, OBJECTIVE_ALGORITHM, POINT_ASSUMPTIONS, POINT_SHARE,
                               feature_bound, objective_preferred, point_regularisation, reads_as_logistic,
@@ -241,8 +241,9 @@ class ScorePrivatization:
 
     def clips(self, point: np.ndarray, weights: np.ndarray | None = None) -> tuple[float, float]:
         """The L1 clips at ``point``: the largest norms of a record's score and information over the box's points
-        (and every group of each ``a[idx]``); with score ``weights`` (one per coordinate), the score's norm is the
-        weighted one, ``Σ_j |g_j| / w_j`` (:func:`pymc_dp.mechanisms.private_newton.score_weights`)."""
+        (and every group of each ``a[idx]``); with score ``weights`` (one per coordinate), the norms are the weighted
+        ones, ``Σ_j |g_j| / w_j`` and ``Σ_ij |H_ij| / (w_i w_j)`` (:func:`pymc_dp.mechanisms.private_newton.
+        score_weights`, :func:`~pymc_dp.mechanisms.private_newton.information_weights`)."""
         import itertools
 
         y, designs = self._box_points()
@@ -259,7 +260,8 @@ class ScorePrivatization:
             groups = [chosen[distinct.index(key)] for key in keys]
             scores, info = self.derivatives(self._collapse(np.asarray(point, dtype=float), groups), y, designs)
             if weights is not None:  # the collapsed column of a group reads that group's weight
-                scores = scores / self._collapse(np.asarray(weights, dtype=float), groups)
+                collapsed = self._collapse(np.asarray(weights, dtype=float), groups)
+                scores, info = scores / collapsed, info / information_weights(collapsed)
             finite = np.all(np.isfinite(scores), axis=1) & np.all(np.isfinite(info), axis=1)
             if finite.any():
                 score_clip = max(score_clip, float(np.abs(scores[finite]).sum(axis=1).max()))
