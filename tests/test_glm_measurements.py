@@ -176,6 +176,80 @@ def test_the_run_is_priced_and_reserved_before_the_first_draw():
         assert any("one-step (quadratic) likelihood" in a for a in entry.assumptions)
 
 
+def _uncentred_poisson(n: int, seed: int) -> tuple[pm.Model, dict]:
+    """``log mu = a + b * age``, age uniform on [18, 80] and declared so: a box far from 0."""
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(18, 80, n)
+    y = rng.poisson(np.exp(1.0 + (age - 49) / 62))
+    with pm.Model() as model:
+        a, b = pm.Normal("a", 0, 5), pm.Normal("b", 0, 2)
+        pm.Poisson("y", pm.math.exp(a + b * pm.Data("age", age)), observed=y)
+    return model, {"y": {"x": (18, 80), "y": (0, 30)}}
+
+
+def test_the_newton_engine_measures_the_intercept_at_the_boxs_centre():
+    """ψ = A φ: the covariate less its box's centre (49), the intercept a + 49 b, so every record's predictor is the
+    same in both coordinates; the ledger's box is the declared one, and the record-free model reads the release
+    through A (its log-likelihood at φ is the one-step likelihood's at A φ)."""
+    import pytensor.tensor as pt
+    from scipy.stats import norm
+
+    from pymc_dp.model.score_measurements import one_step_loglik
+    from pymc_dp.mechanisms.private_newton import NewtonRound
+
+    model, bounds = _uncentred_poisson(500, 0)
+    plan = plan_score_privatization(model, 1.0, bounds=bounds)
+    raw = plan_score_privatization(model, 1.0, bounds=bounds, centre=False)
+    A = plan.reparameterisation()
+    np.testing.assert_allclose(A, [[1.0, 0.0], [49.0, 1.0]])  # (b, a): the slope, then the intercept
+    assert raw.reparameterisation() is None and plan.labels == ("b", "intercept (at the box's centre)")
+    phi = np.array([0.02, 0.3])
+    np.testing.assert_allclose(plan.designs[0] @ (A @ phi), raw.designs[0] @ phi)
+    np.testing.assert_allclose(plan.lower[0], [-31.0, 1.0]) and np.testing.assert_allclose(plan.upper[0], [31.0, 1.0])
+    assert plan._declared_box()["covariates by predictor"] == [[[18.0, 80.0]]]
+    final = NewtonRound(np.array([0.01, 1.0]), np.array([3.0, -2.0]), np.array([[900.0, 20.0], [20.0, 400.0]]),
+                        1.5, 2.0, 1.0, 1.0)
+    free = plan._rebuild(final)
+    logp, vector = free.compile_logp(), pt.dvector("phi")
+    one = one_step_loglik(final, vector)
+
+    def expected(a: float, b: float) -> float:  # the priors a ~ N(0, 5), b ~ N(0, 2), and the release at ψ = A φ
+        return float(norm.logpdf(a, 0, 5) + norm.logpdf(b, 0, 2) + one.eval({vector: A @ np.array([b, a])}))
+
+    points = [(0.2, 0.03), (-0.4, 0.05), (1.0, -0.01)]
+    got = [float(logp({"a": a, "b": b})) for a, b in points]
+    want = [expected(a, b) for a, b in points]
+    np.testing.assert_allclose(np.diff(got), np.diff(want), rtol=1e-9)  # up to the likelihood's constant
+
+
+def test_centring_an_uncentred_box_narrows_the_release_and_keeps_it_honest():
+    """Ten releases of a Poisson regression on age in [18, 80] (N = 20 000, ε = 1), read through the one-step
+    likelihood: centred, the slope's interval is at least a fifth narrower than in the model's own coordinates
+    (measured here: 0.18× for both coefficients; on 20 releases at N = 10⁵: RMSE 0.00021 → 0.00013, median s.d.
+    0.00022 → 0.00011, the intercept's 0.013 → 0.0065), and the estimates stay within 3.5 of their own s.d. of the truth (10 × 2 coefficients: a miss
+    beyond 3.5 s.d. has chance 0.0005 each)."""
+    widths, z = {True: [], False: []}, []
+    for seed in range(10):
+        model, bounds = _uncentred_poisson(20_000, 10 + seed)
+        for centre in (True, False):
+            plan = plan_score_privatization(model, 1.0, bounds=bounds, centre=centre)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                release = plan.release(PrivacyLedger(), np.random.default_rng(seed))
+            likelihood = one_step(release.run.final, release.run.rounds[-2])
+            delta = likelihood.estimate()
+            inverse = np.linalg.inv(likelihood.slope(delta))
+            cov = inverse @ (likelihood.cov + np.diag(likelihood.extra_variance(delta))) @ inverse.T
+            A = plan.reparameterisation() if centre else np.eye(2)
+            back = np.linalg.inv(A)
+            estimate, cov = back @ (release.run.final.point + delta), back @ cov @ back.T
+            widths[centre].append(np.sqrt(np.diag(cov)))
+            z.append((estimate - [1 / 62, 1.0 - 49 / 62]) / np.sqrt(np.diag(cov)))
+    ratio = np.median(widths[True], axis=0) / np.median(widths[False], axis=0)
+    assert ratio[0] < 0.8, ratio
+    assert np.max(np.abs(z)) < 3.5, np.max(np.abs(z))
+
+
 def _sample(model, ledger=None, epsilon=1.0, draws=500, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

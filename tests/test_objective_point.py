@@ -107,7 +107,7 @@ def test_the_design_bound_reads_group_columns_as_one_each():
         a = pm.Normal("a", 0, 1, dims="g")
         b = pm.Normal("b", 0, 1, dims="g")
         pm.Bernoulli("y", logit_p=a[idx] + b[idx] * x + pm.Normal("c", 0, 1) * x, observed=np.arange(40) % 2)
-    plan = plan_score_privatization(model, 1.0, bounds={"y": {"x": (-3, 2)}})
+    plan = plan_score_privatization(model, 1.0, bounds={"y": {"x": (-3, 2)}}, engine="objective")  # as declared
     p = plan.structure.predictors[0]
     # a record reads one a (1), one b (its x, at most 3 in size) and c's x: L2² = 1 + 9 + 9, L1 = 1 + 3 + 3
     assert feature_bound(p, plan.lower[0], plan.upper[0]) == pytest.approx(np.sqrt(19.0))

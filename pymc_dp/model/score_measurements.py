@@ -92,13 +92,15 @@ class PrivateScore:
 
     model: Any
     run: NewtonRun
+    #: A with ψ = A φ, the coordinates the rounds measured (:meth:`ScorePrivatization.centred`); None: φ itself
+    reparameterisation: np.ndarray | None = None
 
     def start(self) -> dict[str, np.ndarray] | None:
         """Where the record-free model's chains start (constrained values by free variable, from released numbers
         only), or None for the sampler's default start (:mod:`pymc_dp.model.start_point`). Computed when asked:
         about a second, which a caller that does not sample need not pay."""
         previous = self.run.rounds[-2] if len(self.run.rounds) > 1 else None
-        return _start(self.model, one_step(self.run.final, previous))
+        return _start(self.model, one_step(self.run.final, previous), self.reparameterisation)
 
 
 def _transform_of(model: Any) -> Callable[[Any], Any]:
@@ -135,6 +137,56 @@ class ScorePrivatization:
     #: ``"newton"`` (pilot rounds, then the last) or ``"objective"`` (a logistic GLM's last point found by objective
     #: perturbation, :mod:`pymc_dp.model.objective_point`)
     engine: str = "newton"
+    #: per predictor, the centre subtracted from each design column (0: not centred; :meth:`centred`)
+    centres: tuple[np.ndarray, ...] = ()
+
+    def reparameterisation(self) -> np.ndarray | None:
+        """A with ψ = A φ: each intercept coordinate (a predictor's ``intercept``, or every group of an ``a[idx]``
+        block where it has none) plus the centres times that predictor's coefficients, the rest as they are; None
+        where nothing is centred."""
+        if not any(np.any(c) for c in self.centres):
+            return None
+        d = self.structure.dimension
+        A, col = np.eye(d), 0
+        for p, centre in zip(self.structure.predictors, self.centres):
+            block = slice(col, col + p.size)
+            for i in _intercept_columns(p):
+                A[col + i, block] += centre
+            col += p.size
+        return A
+
+    def centred(self) -> "ScorePrivatization":
+        """The plan measuring ψ = A φ: each covariate column less its declared box's centre, the intercepts moved to
+        that centre (η = a + x·β = (a + c·β) + (x − c)·β), where the predictor has an intercept to move.
+
+        A box away from 0 (x in [0, 1]) correlates the intercept with the slopes: the information's small eigenvalue
+        (the line's level at the data, not at x = 0) then rests on a difference of large, noisy entries, and the
+        weights, one per coordinate, cannot follow it. Centred, the information is near-diagonal over the box. The
+        box, its worst cases and the clips are the same records' in other coordinates: the centre is public (the
+        declared bounds), ψ a fixed linear map of φ, and the record-free model reads the release through it."""
+        centres = []
+        for p, lo, hi in zip(self.structure.predictors, self.lower, self.upper):
+            centre = np.zeros(p.size)
+            if _intercept_columns(p):
+                for kind, j in p.slots():
+                    if kind == "column":
+                        centre[j] = (lo[j] + hi[j]) / 2
+            centres.append(centre)
+        if not any(np.any(c) for c in centres):
+            return self
+        moved = replace(self, centres=tuple(centres), designs=tuple(X - c for X, c in zip(self.designs, centres)),
+                        lower=tuple(lo - c for lo, c in zip(self.lower, centres)),
+                        upper=tuple(hi - c for hi, c in zip(self.upper, centres)))
+        A = moved.reparameterisation()
+        spread = A @ np.diag(self.prior_scale**2) @ A.T
+        labels = list(self.labels)
+        col = 0
+        for p in self.structure.predictors:
+            for i in _intercept_columns(p):
+                labels[col + i] += " (at the box's centre)"
+            col += p.size
+        return replace(moved, prior_mean=A @ self.prior_mean, prior_scale=np.sqrt(np.diag(spread)),
+                       labels=tuple(labels))
 
     def _details(self) -> dict:
         algorithm = OBJECTIVE_ALGORITHM if self.engine == "objective" else "private Newton (score and information)"
@@ -146,7 +198,9 @@ class ScorePrivatization:
         (a varying slope's once), by predictor (its intercept and a[idx] blocks, which need no declaration, left
         out)."""
         covariates = []
-        for p, lo, hi in zip(self.structure.predictors, self.lower, self.upper):
+        centres = self.centres or tuple(np.zeros(p.size) for p in self.structure.predictors)
+        for p, lo, hi, c in zip(self.structure.predictors, self.lower, self.upper, centres):
+            lo, hi = lo + c, hi + c  # as declared
             at = [p.blocks[i][0] if kind == "slope" else i for kind, i in p.slots()]
             covariates.append([[float(lo[j]), float(hi[j])] for j in at])
         return {"outcome": [float(v) for v in self.outcome_range], "covariates by predictor": covariates}
@@ -365,7 +419,7 @@ class ScorePrivatization:
         )
         _warn_if_far(run.final, self.labels)
         previous = run.rounds[-2] if len(run.rounds) > 1 else None
-        return PrivateScore(self._rebuild(run.final, previous), run)
+        return PrivateScore(self._rebuild(run.final, previous), run, self.reparameterisation())
 
     def _rebuild(self, final: NewtonRound, previous: NewtonRound | None = None) -> Any:
         from .privatize_model import rebuild_one_likelihood
@@ -381,7 +435,8 @@ class ScorePrivatization:
                                  f"did: {'; '.join(why)}. Nothing was spent.")
             parameters = structure.parameters(transform_of)
             parameters.name = ONE_STEP_PARAMETERS  # found again in the copy to start its chains (start_point)
-            return one_step_loglik(final, parameters, previous)
+            A = self.reparameterisation()
+            return one_step_loglik(final, parameters if A is None else _input(A) @ parameters, previous)
 
         return rebuild_one_likelihood(self.model, self.name, likelihood, rows, self.public)
 
@@ -588,18 +643,24 @@ def one_step_loglik(final: NewtonRound, parameters: Any, previous: NewtonRound |
     return -0.5 * pt.sum(r**2 / spread) - 0.5 * pt.sum(pt.log(spread)) - 0.5 * d * np.log(2 * np.pi)
 
 
-def _start(model: Any, step_model: OneStep) -> dict[str, np.ndarray] | None:
+def _start(model: Any, step_model: OneStep, reparameterisation: np.ndarray | None = None
+           ) -> dict[str, np.ndarray] | None:
     """The record-free model's start near the one-step estimate φ̂ = φ_t + δ̂, in its precision Iᵀ C(δ̂)⁻¹ I (the
-    information's noise counted at δ̂ as the likelihood counts it)."""
+    information's noise counted at δ̂ as the likelihood counts it); measured in ψ = A φ (``reparameterisation``),
+    φ̂ = A⁻¹ ψ̂ with precision Aᵀ P A."""
     from .start_point import start_near
 
     delta = step_model.estimate()
     cov = step_model.cov + np.diag(step_model.extra_variance(delta))
     try:
         precision = step_model.information @ np.linalg.solve(cov, step_model.information)
+        estimate = step_model.point + delta
+        if reparameterisation is not None:
+            estimate = np.linalg.solve(reparameterisation, estimate)
+            precision = reparameterisation.T @ precision @ reparameterisation
     except np.linalg.LinAlgError:
         return None
-    return start_near(model, ONE_STEP_PARAMETERS, step_model.point + delta, precision)
+    return start_near(model, ONE_STEP_PARAMETERS, estimate, precision)
 
 
 #: Why the objective engine's point may lie far from the parameters, and what to do (the warning's second half).
@@ -697,6 +758,14 @@ def _covariate_box(given: Mapping[str, Any], structure: GlmStructure, name: str,
     return lows, highs
 
 
+def _intercept_columns(p: Any) -> list[int]:
+    """The design columns of ``p`` that act as its intercept: the ``intercept`` (last), or where there is none every
+    group of its ``a[idx]`` blocks (a record's predictor holds exactly one of them); [] where it has neither."""
+    if p.has_intercept:
+        return [p.size - 1]
+    return [start + g for b, (start, groups) in enumerate(p.blocks) if not p.is_slope(b) for g in range(groups)]
+
+
 def _prior_summary(structure: GlmStructure, model: Any) -> tuple[np.ndarray, np.ndarray]:
     """The prior's median and a robust scale of φ (half the central 68 % range), from seeded prior draws (public)."""
     import pymc as pm
@@ -716,7 +785,7 @@ def default_rounds(structure: GlmStructure) -> int:
 
 def plan_score_privatization(
     model: Any, epsilon: float, *, bounds: Mapping[str, Any] | None, rounds: int | None = None, public: Sequence[str] = (),
-    neighbouring: str = "replace", engine: str = "auto",
+    neighbouring: str = "replace", engine: str = "auto", centre: bool = True,
 ) -> ScorePrivatization:
     """Validate the privacy flag on a GLM completely and price it; nothing is spent.
 
@@ -724,7 +793,10 @@ def plan_score_privatization(
     (:func:`pymc_dp.model.glm_structure.read_glm`); other observed variables must be declared ``public``.
     ``engine``: ``"newton"`` (pilot rounds), ``"objective"`` (a logistic GLM's last point by objective perturbation,
     :mod:`pymc_dp.model.objective_point`), or ``"auto"``: the objective engine where the likelihood reads as a
-    logistic one and ``rounds`` is not given, else newton.
+    logistic one and ``rounds`` is not given, else newton. ``centre``: the newton engine measures the coefficients
+    with each covariate centred at its declared box's centre and the intercept there (:meth:`ScorePrivatization.
+    centred`; the record-free model reads the release through that linear map); False keeps the model's own
+    coordinates.
     """
     if engine not in ("auto", "newton", "objective"):
         raise ValueError(f"engine must be 'auto', 'newton' or 'objective' here, got {engine!r}. Nothing was spent.")
@@ -835,5 +907,5 @@ def plan_score_privatization(
     if engine == "objective" or (engine == "auto" and logistic and rounds is None and objective_preferred(
             structure.dimension, feature_bound(structure.predictors[0], lows[0], highs[0]),
             feature_bound(structure.predictors[0], lows[0], highs[0], norm=1), plan.schedule.budgets(eps)[-1][0] / eps)):
-        plan = replace(plan, engine="objective")
-    return plan
+        return replace(plan, engine="objective")
+    return plan.centred() if centre else plan
