@@ -133,7 +133,7 @@ SLOW = tuple(t.name for t in TARGETS if t.name not in FAST)
 POWERED_RUNS = {
     "private Newton round (GLM score and information, measurements route)": 10_000,  # twin ≥ 1.29
     "private Newton round, weighted score clip (measurements route after its first round)": 10_000,  # twin ≥ 1.25
-    "private Newton round, weighted information clip (entry (i, j) w_i·w_j-fold)": 10_000,  # twin ≥ 1.77
+    "private Newton round, weighted information clip (entry (i, j) w_i·w_j-fold)": 10_000,  # twin ≥ 1.62
     "MWEM round (exponential selection + Laplace count)": 10_000,  # twin ≥ 1.22
     "noisy gradient (logistic regression, [WM10] 4.1)": 25_000,  # twin ≥ 1.81
     "LSHist": 10_000,  # twin ≥ 1.83
@@ -355,23 +355,25 @@ def test_the_grouped_release_neighbours_attain_twice_one_groups_sensitivity():
 
 
 def test_the_weighted_information_neighbours_are_twice_the_clip_apart_in_the_weighted_norm():
-    """The information target's pair differs in entry (0, 1) only, by 2·3h raw: with that entry's weight w_0·w_1 = 3,
-    2h in Σ|H_k|/W_k, the sensitivity charged at clip h; the round's noise on it is 3-fold (a release at the target's
-    own settings, with the clip and weights given)."""
+    """The information target's pair differs in entry (0, 2) only, by 2·6h raw: with that entry's weight w_0·w_2 = 6,
+    2h in Σ|H_k|/W_k, the sensitivity charged at clip h; the round's noise on entry (i, j) is w_i·w_j-fold (a release
+    at the target's own settings, with the clip and weights given)."""
     from pymc_dp.accounting import PrivacyLedger
-    from pymc_dp.mechanisms.private_newton import NewtonSchedule, information_weights, private_newton
+    from pymc_dp.mechanisms.private_newton import NewtonSchedule, information_weights, private_newton, vech
 
-    weights = information_weights(T.NEWTON_AUDIT_WEIGHTS)
-    np.testing.assert_allclose(weights, [1.0, 3.0, 9.0])
+    w = T.NEWTON_INFORMATION_WEIGHTS
+    weights = information_weights(w)
+    np.testing.assert_allclose(weights, vech(np.outer(w, w)))
     h, k = T.NEWTON_INFORMATION_CLIP, T.NEWTON_INFORMATION_ENTRY
-    a, b = np.zeros(3), np.zeros(3)
-    a[k], b[k] = 3 * h, -3 * h
+    assert vech(np.arange(9.0).reshape(3, 3))[k] == 2.0 and weights[k] == 6.0  # entry (0, 2)
+    a, b = np.zeros(6), np.zeros(6)
+    a[k], b[k] = 6 * h, -6 * h
     assert np.abs(a / weights).sum() == pytest.approx(h) and np.abs((a - b) / weights).sum() == pytest.approx(2 * h)
-    final = private_newton(lambda point: [(np.zeros((1, 2)), a[None])], lambda point: (1.0, h), start=np.zeros(2),
-                           prior_mean=np.zeros(2), prior_precision=np.ones(2), bound_step=lambda step: step,
+    final = private_newton(lambda point: [(np.zeros((1, 3)), a[None])], lambda point: (1.0, h), start=np.zeros(3),
+                           prior_mean=np.zeros(3), prior_precision=np.ones(3), bound_step=lambda step: step,
                            epsilon=1.0, schedule=NewtonSchedule(rounds=1, final_score_share=0.05),
-                           ledger=PrivacyLedger(), rng=0, first_weights=T.NEWTON_AUDIT_WEIGHTS).final
-    np.testing.assert_allclose(final.information_scale, 2 * h / 0.95 * np.array([[1.0, 3.0], [3.0, 9.0]]))
+                           ledger=PrivacyLedger(), rng=0, first_weights=w).final
+    np.testing.assert_allclose(final.information_scale, 2 * h / 0.95 * np.outer(w, w))
 
 
 def test_the_private_newton_neighbours_attain_the_score_clip_twice():

@@ -222,6 +222,27 @@ def test_the_newton_engine_measures_the_intercept_at_the_boxs_centre():
     np.testing.assert_allclose(np.diff(got), np.diff(want), rtol=1e-9)  # up to the likelihood's constant
 
 
+@pytest.mark.parametrize("crossed", [False, True])
+def test_centring_moves_one_intercept_per_record(crossed):
+    """Without a scalar intercept, the groups of ``a[i]`` take it: every record's predictor is the same in ψ = A φ
+    on the centred design as in φ on the declared one — with crossed intercepts ``a[i] + c[j]`` too, where only the
+    first index's groups move (moving both moved every predictor by c·β: 51.6 on age in [18, 80])."""
+    rng = np.random.default_rng(1)
+    i, j, age = rng.integers(0, 3, 200), rng.integers(0, 2, 200), rng.uniform(18, 80, 200)
+    with pm.Model() as model:
+        eta = pm.Normal("a", 0, 1, shape=3)[i] + pm.Normal("beta", 0, 0.1) * age
+        if crossed:
+            eta = eta + pm.Normal("c", 0, 1, shape=2)[j]
+        pm.Poisson("y", mu=pm.math.exp(eta), observed=rng.poisson(1.0, 200))
+    bounds = {"y": {"x": (18, 80), "y": (0, 20)}}
+    plan = plan_score_privatization(model, 1.0, bounds=bounds, engine="newton")
+    raw = plan_score_privatization(model, 1.0, bounds=bounds, engine="newton", centre=False)
+    A = plan.reparameterisation()
+    assert A is not None and np.count_nonzero(A - np.eye(len(A))) == 3  # three groups of a, each + 49·beta
+    phi = rng.normal(size=len(A))
+    np.testing.assert_allclose(plan.designs[0] @ (A @ phi), raw.designs[0] @ phi, atol=1e-9)
+
+
 def test_centring_an_uncentred_box_narrows_the_release_and_keeps_it_honest():
     """Ten releases of a Poisson regression on age in [18, 80] (N = 20 000, ε = 1), read through the one-step
     likelihood: centred, the slope's interval is at least a fifth narrower than in the model's own coordinates

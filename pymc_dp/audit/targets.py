@@ -643,40 +643,44 @@ def _private_newton_weighted(broken: bool, secure: bool):
     return _private_newton(broken, secure, NEWTON_AUDIT_WEIGHTS)
 
 
-#: The information entry the weighted information target's pair differs in ((0, 1): weight w_0·w_1 = 3), its
-#: weighted clip, and the public weights (those of the weighted score target).
-NEWTON_INFORMATION_ENTRY, NEWTON_INFORMATION_CLIP = 1, 0.25
+#: The weighted information target's public weights, the information entry its pair differs in (vech position of
+#: (0, 2) in 3 × 3: weight w_0·w_2 = 6, unlike w_0, w_2, max or either square) and the weighted clip.
+NEWTON_INFORMATION_WEIGHTS = np.array([2.0, 1.0, 3.0])
+NEWTON_INFORMATION_ENTRY, NEWTON_INFORMATION_CLIP = 2, 0.25
 
 
 def _private_newton_information(broken: bool, secure: bool):
-    """One private Newton round with public weights w = (1, 3) whose neighbours differ in the information only: the
-    replaced record's information terms are (0, ±3h, 0) (vech: the (0, 1) entry, weight w_0·w_1 = 3), each of weighted
+    """One private Newton round with public weights w = (2, 1, 3) whose neighbours differ in the information only: the
+    replaced record's information terms are ±6h at entry (0, 2) (weight w_0·w_2 = 6) and 0 elsewhere, each of weighted
     norm h = :data:`NEWTON_INFORMATION_CLIP`, the clip given; so the pair is 2h apart in the weighted norm, the
     sensitivity charged. The round's schedule gives the information 0.95 of ε (the score's terms are equal and carry
-    no loss), so the pair attains 0.95. Terms as a GLM never makes them (an information is positive semi-definite,
-    whose pairs attain at most a third of this): the target checks the mechanism — the information's clip on
-    Σ|H_k| / W_k and its noise W_k-fold — not a model. Audited through clip(z − 0, −3h, 3h) on that entry, the
-    release's log-likelihood ratio up to a constant; the broken twin spends ε = 2 while claiming 1."""
+    no loss), so the pair attains 0.95. The entry's weight differs from w_0, w_2, their maximum and their squares, and
+    its place in the upper triangle from the one a column-major order would give it, so noise scaled any of those
+    ways, or in another order, against a clip on Σ|H_k| / W_k is caught. Terms as a GLM never makes them (an
+    information is positive semi-definite, whose pairs attain at most a third of this): the target checks the
+    mechanism, not a model. Audited through clip(z, −6h, 6h) on that entry, the release's log-likelihood ratio up to
+    a constant; the broken twin spends ε = 2 while claiming 1."""
     from ..mechanisms.private_newton import NewtonSchedule, private_newton
 
     epsilon = 2.0 if broken else 1.0
     h, k = NEWTON_INFORMATION_CLIP, NEWTON_INFORMATION_ENTRY
-    weight = float(np.outer(NEWTON_AUDIT_WEIGHTS, NEWTON_AUDIT_WEIGHTS)[0, 1])
+    weights = NEWTON_INFORMATION_WEIGHTS
+    weight = float(weights[0] * weights[2])
 
     def run(s: int, size: int, rng: np.random.Generator) -> np.ndarray:
-        information = np.zeros((2, 3))
+        information = np.zeros((2, 6))
         information[0, k] = (1.0 if s == 0 else -1.0) * weight * h
-        scores = np.zeros((2, 2))
+        scores = np.zeros((2, 3))
         noise = _noise(secure, rng)
         out = np.empty(size)
         for i in range(size):
             release = private_newton(
-                lambda point: [(scores, information)], lambda point: (1.0, h), start=np.zeros(2),
-                prior_mean=np.zeros(2), prior_precision=np.ones(2), bound_step=lambda step: step, epsilon=epsilon,
+                lambda point: [(scores, information)], lambda point: (1.0, h), start=np.zeros(3),
+                prior_mean=np.zeros(3), prior_precision=np.ones(3), bound_step=lambda step: step, epsilon=epsilon,
                 schedule=NewtonSchedule(rounds=1, final_score_share=0.05), ledger=PrivacyLedger(), rng=noise,
-                first_weights=NEWTON_AUDIT_WEIGHTS,
+                first_weights=weights,
             ).final
-            out[i] = np.clip(release.information[0, 1], -weight * h, weight * h)
+            out[i] = np.clip(release.information[0, 2], -weight * h, weight * h)
         return out
 
     return run, 0, 1

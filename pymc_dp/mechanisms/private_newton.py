@@ -303,8 +303,9 @@ def score_weights(information: np.ndarray, information_scale: float | np.ndarray
     still bounds it. Each coordinate's noise then follows its own sampling s.d.: with groups (``a[idx] + b * x``) a
     group's coefficient rests on its own records and the shared slope on all of them, and one scale for both gave
     the groups the slope's noise. Each entry gets :data:`WEIGHT_NOISE_FLOOR` times its noise s.d. (√2 b_H) added
-    first, so a noisy information leaves the weights near 1 (on a Bernoulli hierarchy at N = 10⁴ the entries' noise
-    is of their own size), and the ratio is capped at :data:`MAX_WEIGHT_RATIO`."""
+    first, so an information that is mostly noise leaves the weights near 1 (on a Bernoulli hierarchy at N = 10⁴
+    the entries' noise is of their own size) — or, where that round was itself weighted (its diagonal's noise
+    w_j²-fold), near the previous round's weights — and the ratio is capped at :data:`MAX_WEIGHT_RATIO`."""
     diagonal = np.diag(np.asarray(information, dtype=float))
     scale = np.asarray(information_scale, dtype=float)
     scale = np.diag(scale) if scale.ndim == 2 else np.broadcast_to(scale, diagonal.shape)
@@ -505,7 +506,8 @@ def private_newton(
                     cut += max(a, b)
                     score_sum += scores.sum(axis=0)
                     info_sum += infos.sum(axis=0)
-                b_info = factor * c_info / eps_info * (unvech(entry_weights, d) if weighted else 1.0)
+                # a matrix where weighted: entry (i, j)'s scale, 0 where the support releases none
+                b_info = factor * c_info / eps_info * (unvech(entry_weights * kept, d) if weighted else 1.0)
                 b_score = factor * c_score / eps_score * (weights.copy() if weighted else 1.0)
                 drawn += 1
                 score = _add_laplace(source, score_sum, b_score)

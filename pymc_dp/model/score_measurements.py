@@ -156,8 +156,8 @@ class ScorePrivatization:
         return A
 
     def centred(self) -> "ScorePrivatization":
-        """The plan measuring ψ = A φ: each covariate column less its declared box's centre, the intercepts moved to
-        that centre (η = a + x·β = (a + c·β) + (x − c)·β), where the predictor has an intercept to move.
+        """The plan measuring ψ = A φ: each covariate column less its declared box's centre, the intercept (or the
+        groups of the first ``a[idx]``) moved to that centre (η = a + x·β = (a + c·β) + (x − c)·β), where the predictor has an intercept to move.
 
         A box away from 0 (x in [0, 1]) correlates the intercept with the slopes: the information's small eigenvalue
         (the line's level at the data, not at x = 0) then rests on a difference of large, noisy entries, and the
@@ -764,10 +764,14 @@ def _covariate_box(given: Mapping[str, Any], structure: GlmStructure, name: str,
 
 def _intercept_columns(p: Any) -> list[int]:
     """The design columns of ``p`` that act as its intercept: the ``intercept`` (last), or where there is none every
-    group of its ``a[idx]`` blocks (a record's predictor holds exactly one of them); [] where it has neither."""
+    group of its first ``a[idx]`` block (a record's predictor holds exactly one of them; crossed intercepts
+    ``a[i] + b[j]`` hold one of each, and moving both would move the predictor twice); [] where it has neither."""
     if p.has_intercept:
         return [p.size - 1]
-    return [start + g for b, (start, groups) in enumerate(p.blocks) if not p.is_slope(b) for g in range(groups)]
+    for b, (start, groups) in enumerate(p.blocks):
+        if not p.is_slope(b):
+            return list(range(start, start + groups))
+    return []
 
 
 def _prior_summary(structure: GlmStructure, model: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -912,4 +916,7 @@ def plan_score_privatization(
             structure.dimension, feature_bound(structure.predictors[0], lows[0], highs[0]),
             feature_bound(structure.predictors[0], lows[0], highs[0], norm=1), plan.schedule.budgets(eps)[-1][0] / eps)):
         return replace(plan, engine="objective")
-    return plan.centred() if centre else plan
+    moved = plan.centred() if centre else plan
+    if moved is not plan:
+        moved.rehearse()  # the record-free model reads the release through A: built once before any spend
+    return moved
